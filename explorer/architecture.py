@@ -1,0 +1,88 @@
+"""Model architecture: the shapes the cost model needs (layers, heads, FFN/MoE, vocab)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Absorbed-MLA projection shapes (DeepSeek-V3 config_671B.json, reference/models.csv):
+# q_lora_rank 1536, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128.
+MLA_Q_LORA_RANK = 1536
+MLA_QK_NOPE_DIM = 128
+MLA_V_HEAD_DIM = 128
+
+
+class ModelSpec(BaseModel):
+    """A transformer's shapes. Counts are per model (not per TP rank)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    slug: str
+    name: str
+    role: Literal["target", "draft", "both"] = "target"
+    layers: int = Field(ge=1, le=1000)
+    hidden: int = Field(ge=1)
+    q_heads: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1, description="per-head dim; for MLA the latent KV dim (512+64)")
+    ffn_intermediate: int = Field(ge=0, description="dense MLP width (0 when every layer is MoE)")
+    n_routed_experts: int = Field(default=0, ge=0)
+    experts_per_tok: int = Field(default=0, ge=0)
+    n_shared_experts: int = Field(default=0, ge=0)
+    moe_intermediate: int = Field(default=0, ge=0)
+    first_dense_layers: int = Field(default=0, ge=0)
+    vocab: int = Field(ge=1)
+    tied_embeddings: bool = False
+    attention_kind: Literal["gqa", "mla"] = "gqa"
+    kv_lora_rank: int = Field(default=0, ge=0)
+    qk_rope_dim: int = Field(default=0, ge=0)
+    sliding_window: int = Field(default=0, ge=0, description="tokens; 0 = none")
+    sliding_layers: int = Field(default=0, ge=0)
+    total_params_b: float | None = Field(default=None, gt=0)
+    active_params_b: float | None = Field(default=None, gt=0)
+    source: str = ""
+    assumptions: str = ""
+
+    @property
+    def group_size(self) -> float:
+        """G = query heads per KV head."""
+        return self.q_heads / self.kv_heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_routed_experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.first_dense_layers if self.is_moe else 0
+
+    def attention_params_per_layer(self) -> float:
+        if self.attention_kind == "mla":
+            qk_dim = MLA_QK_NOPE_DIM + self.qk_rope_dim
+            return float(
+                self.hidden * MLA_Q_LORA_RANK
+                + MLA_Q_LORA_RANK * self.q_heads * qk_dim
+                + self.hidden * (self.kv_lora_rank + self.qk_rope_dim)
+                + self.kv_lora_rank * self.q_heads * (MLA_QK_NOPE_DIM + MLA_V_HEAD_DIM)
+                + self.q_heads * MLA_V_HEAD_DIM * self.hidden
+            )
+        qkv = self.hidden * (self.q_heads + 2 * self.kv_heads) * self.head_dim
+        return float(qkv + self.q_heads * self.head_dim * self.hidden)
+
+    def param_count(self) -> float:
+        """Total parameters: the sourced figure when known, else computed from the shapes."""
+        if self.total_params_b is not None:
+            return self.total_params_b * 1e9
+        dense_mlp = 3.0 * self.hidden * self.ffn_intermediate
+        moe_mlp = 3.0 * self.hidden * self.moe_intermediate * (
+            self.n_routed_experts + self.n_shared_experts
+        ) + self.hidden * self.n_routed_experts
+        dense_layers = self.layers - self.moe_layers
+        per_model = (
+            self.layers * self.attention_params_per_layer()
+            + dense_layers * dense_mlp
+            + self.moe_layers * moe_mlp
+        )
+        embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+        return float(per_model + embeddings)

@@ -1,0 +1,276 @@
+"""T_verif(n) and T_draft(B, D) as sums of roofline kernels (DESIGN.md §2.1, §2.2).
+
+Every function broadcasts over numpy arrays of batch B, verify width W, context S and group G,
+and returns seconds per component: gemm, attention, moe, communication, overhead, lm_head.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from explorer.architecture import MLA_Q_LORA_RANK, MLA_QK_NOPE_DIM, MLA_V_HEAD_DIM, ModelSpec
+from explorer.hardware import BYTES_PER_ELEMENT, HardwareSpec
+from explorer.kernels import attention_time, gemm_time
+from explorer.mechanisms import MechanismSpec
+
+FloatArray = npt.NDArray[np.float64]
+Breakdown = dict[str, FloatArray]
+
+COMPONENTS: tuple[str, ...] = ("gemm", "attention", "moe", "communication", "overhead", "lm_head")
+# Kernels launched per transformer layer in a decode step (norms, QKV, RoPE, attention, O,
+# residual, gate-up, activation, down): an assumption shown as such in the UI.
+KERNELS_PER_LAYER = 9
+# All-reduces per layer under tensor parallelism (after attention and after the MLP).
+ALLREDUCES_PER_LAYER = 2
+
+
+def _f(x: npt.ArrayLike) -> FloatArray:
+    return np.asarray(x, dtype=np.float64)
+
+
+def _zeros(*arrays: FloatArray) -> FloatArray:
+    return np.zeros(np.broadcast_shapes(*(a.shape for a in arrays)), dtype=np.float64)
+
+
+def unique_experts(n_tokens: npt.ArrayLike, n_experts: int, top_k: int) -> FloatArray:
+    """Experts touched by n tokens under uniform routing: E·(1 − (1 − k/E)^n), an upper bound."""
+    n = _f(n_tokens)
+    if n_experts <= 0:
+        return np.zeros_like(n)
+    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** n)
+
+
+class LayerModel:
+    """Per-layer kernel costs of one model on one hardware at a TP degree."""
+
+    def __init__(
+        self, hw: HardwareSpec, model: ModelSpec, tp: int, dtype: str, kv_dtype: str
+    ) -> None:
+        self.hw, self.model, self.tp, self.dtype, self.kv_dtype = hw, model, tp, dtype, kv_dtype
+
+    # -- shapes per TP rank ---------------------------------------------------------------
+    def heads_per_rank(self, group: FloatArray) -> tuple[float, FloatArray, FloatArray]:
+        """(query heads, KV heads, G) per rank; KV heads replicate when TP > n_kv."""
+        m = self.model
+        q_rank = m.q_heads / self.tp
+        if m.attention_kind == "mla":
+            kv_rank = np.ones_like(group)
+        else:
+            kv_rank = np.maximum(1.0, m.q_heads / group / self.tp)
+        return q_rank, kv_rank, q_rank / kv_rank
+
+    # -- components ---------------------------------------------------------------------
+    def projection_gemms(self, n: FloatArray, group: FloatArray) -> FloatArray:
+        """Attention projections of one layer for n tokens."""
+        m, hw, dt = self.model, self.hw, self.dtype
+        q_rank, kv_rank, _ = self.heads_per_rank(group)
+        if m.attention_kind == "mla":
+            qk_dim = MLA_QK_NOPE_DIM + m.qk_rope_dim
+            return (
+                gemm_time(hw, n, MLA_Q_LORA_RANK, m.hidden, dt).time_s
+                + gemm_time(hw, n, q_rank * qk_dim, MLA_Q_LORA_RANK, dt).time_s
+                + gemm_time(hw, n, m.kv_lora_rank + m.qk_rope_dim, m.hidden, dt).time_s
+                + gemm_time(hw, n, q_rank * m.kv_lora_rank, MLA_QK_NOPE_DIM, dt).time_s
+                + gemm_time(hw, n, q_rank * MLA_V_HEAD_DIM, m.kv_lora_rank, dt).time_s
+                + gemm_time(hw, n, m.hidden, q_rank * MLA_V_HEAD_DIM, dt).time_s
+            )
+        qkv = gemm_time(hw, n, (q_rank + 2.0 * kv_rank) * m.head_dim, m.hidden, dt).time_s
+        out = gemm_time(hw, n, m.hidden, q_rank * m.head_dim, dt).time_s
+        return qkv + out
+
+    def dense_mlp(self, n: FloatArray, ffn: float) -> FloatArray:
+        if ffn <= 0:
+            return np.zeros_like(n)
+        hw, dt, h = self.hw, self.dtype, self.model.hidden
+        up = gemm_time(hw, n, 2.0 * ffn / self.tp, h, dt).time_s
+        down = gemm_time(hw, n, h, ffn / self.tp, dt).time_s
+        return up + down
+
+    def routed_experts(self, n: FloatArray) -> FloatArray:
+        """Grouped GEMM over the experts the n tokens touch; weight bytes scale with them."""
+        m, hw, dt = self.model, self.hw, self.dtype
+        b = BYTES_PER_ELEMENT[dt]
+        width = m.moe_intermediate / self.tp
+        touched = unique_experts(n, m.n_routed_experts, m.experts_per_tok)
+        flops = 2.0 * n * m.experts_per_tok * 3.0 * m.hidden * width
+        nbytes = touched * 3.0 * m.hidden * width * b + n * m.experts_per_tok * (
+            2.0 * m.hidden + 3.0 * width
+        ) * b
+        compute = flops / (hw.peak_flops_per_s(dt) * hw.gemm_compute_efficiency)
+        memory = nbytes / (hw.hbm_bw_bytes_per_s * hw.gemm_memory_efficiency)
+        return np.maximum(np.maximum(compute, memory), 2.0 * hw.kernel_floor_s)
+
+    def attention(
+        self, batch: FloatArray, width: FloatArray, context: FloatArray, group: FloatArray,
+        layers_sliding: bool = False,
+    ) -> FloatArray:
+        m = self.model
+        _, kv_rank, g_rank = self.heads_per_rank(group)
+        ctx = np.minimum(context, m.sliding_window) if layers_sliding else context
+        b_kv = BYTES_PER_ELEMENT[self.kv_dtype]
+        if m.attention_kind == "mla":
+            # Absorbed MLA: one latent KV "head" of kv_lora+rope dims read once by all q heads.
+            return attention_time(
+                self.hw, batch, ctx, kv_rank, g_rank, width,
+                head_dim_qk=m.head_dim, head_dim_v=m.kv_lora_rank,
+                kv_bytes_per_token_head=m.head_dim * b_kv,
+            ).time_s
+        return attention_time(
+            self.hw, batch, ctx, kv_rank, g_rank, width, head_dim_qk=m.head_dim,
+            kv_dtype=self.kv_dtype,
+        ).time_s
+
+    def allreduce(self, n: FloatArray) -> FloatArray:
+        if self.tp <= 1:
+            return np.zeros_like(n)
+        payload = n * self.model.hidden * 2.0  # activations in bf16
+        ring = 2.0 * (self.tp - 1) / self.tp * payload / self.hw.link_bw_bytes_per_s
+        return ALLREDUCES_PER_LAYER * (self.hw.allreduce_latency_s + ring)
+
+    def lm_head(self, n: FloatArray, vocab: int | None = None) -> FloatArray:
+        v = vocab if vocab is not None else self.model.vocab
+        return gemm_time(self.hw, n, v / self.tp, self.model.hidden, self.dtype).time_s
+
+    def layer_launches(self, layers: float) -> float:
+        return layers * KERNELS_PER_LAYER * self.hw.launch_latency_s
+
+    # -- one forward -------------------------------------------------------------------
+    def forward(
+        self,
+        batch: npt.ArrayLike,
+        width: npt.ArrayLike,
+        context: npt.ArrayLike,
+        group: npt.ArrayLike | None = None,
+        layers: float | None = None,
+        include_step_overhead: bool = True,
+    ) -> Breakdown:
+        """One forward over B sequences × W new tokens each, per component (seconds)."""
+        m = self.model
+        b, w, s = _f(batch), _f(width), _f(context)
+        g = _f(group) if group is not None else _f(m.group_size)
+        n = b * w
+        n_layers = float(layers if layers is not None else m.layers)
+        scale = n_layers / m.layers
+        moe_layers = m.moe_layers * scale
+        dense_layers = n_layers - moe_layers
+        sliding = min(m.sliding_layers, m.layers) * scale if m.sliding_window else 0.0
+        full_attn_layers = n_layers - sliding
+
+        shape = _zeros(n, s, g)
+        gemm = shape + n_layers * self.projection_gemms(n, g) + dense_layers * self.dense_mlp(
+            n, m.ffn_intermediate
+        )
+        moe = shape.copy()
+        if m.is_moe:
+            shared = self.dense_mlp(n, m.n_shared_experts * m.moe_intermediate)
+            moe = moe + moe_layers * (self.routed_experts(n) + shared)
+        attention = shape + full_attn_layers * self.attention(b, w, s, g)
+        if sliding:
+            attention = attention + sliding * self.attention(b, w, s, g, layers_sliding=True)
+        comm = shape + n_layers * self.allreduce(n)
+        overhead = shape + self.layer_launches(n_layers)
+        if include_step_overhead:
+            overhead = overhead + self.hw.step_overhead_s
+        lm = shape + self.lm_head(n)
+        return {
+            "gemm": gemm, "attention": attention, "moe": moe, "communication": comm,
+            "overhead": overhead, "lm_head": lm,
+        }
+
+    def head_layers(
+        self, batch: FloatArray, width: FloatArray, context: FloatArray, group: FloatArray,
+        layers: float, vocab: int | None, extra_fc: bool = False,
+    ) -> Breakdown:
+        """`layers` layers of the target's dims plus an lm_head: an MTP/EAGLE/DFlash drafter.
+
+        Draft heads are dense (an MTP head of an MoE target routes too, but its expert set is
+        small: we charge the dense equivalent with the target's active FFN width).
+        """
+        m = self.model
+        n = b_w = batch * width
+        ffn = m.ffn_intermediate if not m.is_moe else m.moe_intermediate * (
+            m.experts_per_tok + m.n_shared_experts
+        )
+        shape = _zeros(b_w, context, group)
+        gemm = shape + layers * (self.projection_gemms(n, group) + self.dense_mlp(n, ffn))
+        if extra_fc:  # EAGLE-3 fuses three target feature layers: (3h → h)
+            gemm = gemm + gemm_time(self.hw, n, m.hidden, 3.0 * m.hidden, self.dtype).time_s
+        return {
+            "gemm": gemm,
+            "attention": shape + layers * self.attention(batch, width, context, group),
+            "moe": shape.copy(),
+            "communication": shape + layers * self.allreduce(n),
+            "overhead": shape + self.layer_launches(layers),
+            "lm_head": shape + self.lm_head(n, vocab),
+        }
+
+
+def total(breakdown: Breakdown) -> FloatArray:
+    return np.asarray(sum(breakdown[c] for c in COMPONENTS), dtype=np.float64)
+
+
+def scale_breakdown(breakdown: Breakdown, factor: npt.ArrayLike) -> Breakdown:
+    f = _f(factor)
+    return {k: v * f for k, v in breakdown.items()}
+
+
+def add_breakdowns(a: Breakdown, b: Breakdown) -> Breakdown:
+    return {k: a[k] + b[k] for k in COMPONENTS}
+
+
+def native_draft_layers(
+    mech: MechanismSpec, target: ModelSpec, draft: ModelSpec | None
+) -> float:
+    """L_draft of the mechanism (external: the draft model's layers)."""
+    if mech.draft_style == "lookup":
+        return 0.0
+    if mech.draft_layers is None:
+        return float(draft.layers) if draft is not None else 0.0
+    return float(mech.draft_layers)
+
+
+def draft_time(
+    target_layers: LayerModel,
+    draft_layers_model: LayerModel | None,
+    mech: MechanismSpec,
+    batch: npt.ArrayLike,
+    draft_len: npt.ArrayLike,
+    context: npt.ArrayLike,
+    group: npt.ArrayLike,
+    layer_scale: npt.ArrayLike = 1.0,
+) -> Breakdown:
+    """T_draft(B, D) per component for one speculation round (zero at D = 0).
+
+    `layer_scale` multiplies the drafter's layer work: it carries a ρ override.
+    """
+    b, d, s, g = _f(batch), _f(draft_len), _f(context), _f(group)
+    one = np.ones_like(b)
+    shape = _zeros(b, d, s, g)
+    zero: Breakdown = {c: shape.copy() for c in COMPONENTS}
+    if mech.draft_style == "lookup":
+        zero["overhead"] = shape + np.where(d > 0, mech.lookup_time_s, 0.0)
+        return zero
+    scale = _f(layer_scale)
+    if mech.draft_style == "chain":
+        if mech.draft_layers is None:  # external draft model: D full small-model steps
+            if draft_layers_model is None:
+                return {c: shape + np.nan for c in COMPONENTS}
+            step = draft_layers_model.forward(b, one, s, include_step_overhead=False)
+        else:
+            step = target_layers.head_layers(
+                b, one, s, g, float(mech.draft_layers), mech.draft_vocab,
+                extra_fc=mech.slug == "eagle3",
+            )
+        return {c: shape + step[c] * d * scale for c in COMPONENTS}
+    # Block drafters: one pass of draft_layers over the whole block of D tokens.
+    layers = float(mech.draft_layers or 0)
+    width = np.maximum(d, 1.0)
+    block = target_layers.head_layers(b, width, s, g, layers, mech.draft_vocab)
+    out = {c: shape + np.where(d > 0, block[c] * scale, 0.0) for c in COMPONENTS}
+    if mech.draft_style == "block_serial" and mech.serial_head_layer_fraction > 0:
+        head = target_layers.head_layers(
+            b, one, s, g, mech.serial_head_layer_fraction, mech.draft_vocab
+        )
+        out = {c: out[c] + head[c] * d * scale for c in COMPONENTS}
+    return out

@@ -1,0 +1,192 @@
+"""The article's five guidelines evaluated on a scenario, and the mechanism recommendation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from explorer.kernels import ATTENTION_TILE_ROWS
+from explorer.model_errors import ScenarioError
+from explorer.presets import mechanism_presets
+from explorer.scenario import Acceptance, Scenario
+from explorer.speedup import scenario_model
+
+# Guideline 2 applies "when attention dominates decode time": we read that as ≥ half of T_verif.
+ATTENTION_DOMINANT_FRACTION = 0.5
+
+
+class Guideline(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: int
+    title: str
+    value: float | None
+    text: str
+    applies: bool
+
+
+class RankedOption(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mechanism: str
+    mechanism_name: str
+    draft_len: int
+    speedup: float
+    acceptance_length: float
+    t_draft_s: float
+    draft_overhead_fraction: float  # T_draft / (T_verif(B(1+D)) + T_draft)
+    training: str
+    extra_memory_bytes: float
+    extra_memory: str
+    fits_in_memory: bool
+    acceptance_source: str
+
+
+class Recommendation(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    best: RankedOption | None
+    ranking: list[RankedOption]
+    guidelines: list[Guideline]
+    explanation: str
+    unavailable: dict[str, str]
+
+
+def attention_start_draft_len(group: float) -> int:
+    """Guideline 2: D = 128/G − 1 (at least 0)."""
+    return max(0, math.floor(ATTENTION_TILE_ROWS / group) - 1)
+
+
+def tile_aligned_draft_lens(group: float, d_max: int) -> list[int]:
+    """Guideline 3: D with G·(1+D) a multiple of 128."""
+    return [d for d in range(1, d_max + 1) if (group * (1 + d)) % ATTENTION_TILE_ROWS == 0]
+
+
+def guidelines(scenario: Scenario) -> list[Guideline]:
+    m = scenario_model(scenario)
+    r = m.r
+    ev = m.grid(scenario.batch, scenario.draft_len)
+    b, d, g = scenario.batch, scenario.draft_len, r.group
+    out: list[Guideline] = []
+
+    # 1. GEMMs: push B·(1+D) to the ridge M* without more KV.
+    ridge = r.hardware.gemm_ridge_tokens(scenario.dtype)
+    tokens = b * (1 + d)
+    d_ridge = max(0, math.ceil(ridge / b) - 1)
+    if tokens >= ridge:
+        t1 = (f"B·(1+D) = {b}·{1 + d} = {tokens} tokens ≥ GEMM ridge M* ≈ {ridge:.0f}: "
+              "GEMMs are already compute-bound; more D adds verify cost.")
+    else:
+        t1 = (f"B·(1+D) = {b}·{1 + d} = {tokens} tokens < ridge M* ≈ {ridge:.0f}: "
+              f"D ≈ {d_ridge} reaches compute-bound GEMMs with no extra KV cache.")
+    out.append(Guideline(id=1, title="Raise D until GEMMs are compute-bound", value=float(d_ridge),
+                         text=t1, applies=tokens < ridge))
+
+    # 2. Attention-dominated: start at D = 128/G − 1.
+    frac = float(np.asarray(ev.attention_fraction).reshape(-1)[0])
+    d_start = attention_start_draft_len(g)
+    dominant = frac >= ATTENTION_DOMINANT_FRACTION
+    t2 = (f"attention is {frac:.0%} of T_verif; G={g:g} → start at D = 128/G − 1 = {d_start}"
+          if dominant else
+          f"attention is {frac:.0%} of T_verif (not dominant); if it were, G={g:g} → D = {d_start}")
+    out.append(Guideline(id=2, title="Attention-bound: start at D = 128/G − 1",
+                         value=float(d_start), text=t2, applies=dominant))
+
+    # 3. Past that, prefer tile-aligned G·(1+D).
+    rows = g * (1 + d)
+    tiles = math.ceil(rows / ATTENTION_TILE_ROWS - 1e-9)
+    util = rows / (tiles * ATTENTION_TILE_ROWS)
+    aligned = tile_aligned_draft_lens(g, 64)
+    below = [x for x in aligned if x <= d]
+    above = [x for x in aligned if x >= d]
+    near = below[-1] if below else (above[0] if above else d)
+    if d > d_start:
+        t3 = (f"G·(1+D) = {g:g}·{1 + d} = {rows:g} rows fills {tiles} tile(s) of 128 at "
+              f"{util:.0%}; tile-aligned D nearby: {near}")
+    else:
+        t3 = f"D = {d} ≤ 128/G − 1 = {d_start}: one tile of 128 rows, no padding penalty yet"
+    out.append(Guideline(id=3, title="Prefer G·(1+D) a multiple of 128", value=float(near),
+                         text=t3, applies=d > d_start))
+
+    # 4. Launch-bound: grow D only while AL pays for O_d.
+    ds = np.arange(0, r.mechanism.max_draft_len + 1)
+    al = m.acceptance(ds).acceptance_length
+    lb = al / (1.0 + m.draft_overhead_launch_bound(ds))
+    lb = np.where(np.isfinite(lb), lb, -np.inf)
+    d_lb = int(ds[int(np.argmax(lb))])
+    o_d = float(m.draft_overhead_launch_bound(d))
+    t4 = (f"at the lowest latency O_d = {o_d:.3g} (ρ = {m.rho:.3g}); AL/(1+O_d) peaks at "
+          f"D = {d_lb} ({float(lb.max()):.2f}×)")
+    out.append(Guideline(id=4, title="Low latency: more D only while AL pays for the draft",
+                         value=float(d_lb), text=t4, applies=b <= 4))
+
+    # 5. Mechanism choice: filled by recommend(); here the current mechanism's standing.
+    return out
+
+
+def _candidate(scenario: Scenario, slug: str) -> Scenario:
+    """The same operating point with another mechanism: its own prior acceptance."""
+    if slug == scenario.mechanism:
+        return scenario
+    return scenario.model_copy(update={"mechanism": slug, "acceptance": Acceptance(), "rho": None})
+
+
+def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recommendation:
+    """Rank every enabled mechanism × D at this B and S by predicted speedup."""
+    ranking: list[RankedOption] = []
+    unavailable: dict[str, str] = {}
+    for slug in mechanisms or list(mechanism_presets()):
+        cand = _candidate(scenario, slug)
+        try:
+            m = scenario_model(cand)
+            ds = np.arange(1, m.r.mechanism.max_draft_len + 1)
+            g = m.grid(cand.batch, ds)
+            base_mem = float(scenario_model(cand.model_copy(update={"draft_len": 0})).memory_bytes(
+                cand.batch, cand.context, m.r.group).reshape(-1)[0])
+        except ScenarioError as exc:
+            unavailable[slug] = exc.message
+            continue
+        ok = np.isfinite(g.speedup)
+        if not ok.any():
+            unavailable[slug] = f"no acceptance data for D in 1..{ds[-1]}"
+            continue
+        mech = m.r.mechanism
+        for i in np.nonzero(ok)[0]:
+            step = float(g.t_verif_spec_s[i] + g.t_draft_s[i])
+            ranking.append(RankedOption(
+                mechanism=slug, mechanism_name=mech.name, draft_len=int(ds[i]),
+                speedup=float(g.speedup[i]), acceptance_length=float(g.acceptance_length[i]),
+                t_draft_s=float(g.t_draft_s[i]),
+                draft_overhead_fraction=float(g.t_draft_s[i]) / step,
+                training=mech.training,
+                extra_memory_bytes=max(0.0, float(g.memory_bytes[i]) - base_mem),
+                extra_memory=mech.extra_memory, fits_in_memory=bool(g.fits_in_memory[i]),
+                acceptance_source=g.al_provenance,
+            ))
+    ranking.sort(key=lambda o: (not o.fits_in_memory, -o.speedup, o.draft_len))
+    best = ranking[0] if ranking and ranking[0].fits_in_memory else None
+    guide = guidelines(scenario)
+    if best is None:
+        explanation = "No mechanism fits in memory at this operating point."
+        g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=None,
+                       text=explanation, applies=True)
+    else:
+        per_mech: dict[str, RankedOption] = {}
+        for o in ranking:
+            per_mech.setdefault(o.mechanism, o)
+        runners = [o for k, o in per_mech.items() if k != best.mechanism][:2]
+        runner_text = "; ".join(
+            f"{o.mechanism_name} D={o.draft_len}: {o.speedup:.2f}×" for o in runners
+        )
+        verdict = "speculation pays" if best.speedup > 1.0 else "plain decoding is faster"
+        explanation = (
+            f"{best.mechanism_name} at D={best.draft_len}: {best.speedup:.2f}× "
+            f"(AL {best.acceptance_length:.2f}, draft {best.draft_overhead_fraction:.0%} of the "
+            f"step; training: {best.training}) — {verdict}. Next: {runner_text or 'none'}."
+        )
+        g5 = Guideline(id=5, title="Choose the mechanism by measured speedup",
+                       value=best.speedup, text=explanation, applies=True)
+    return Recommendation(best=best, ranking=ranking, guidelines=[*guide, g5],
+                          explanation=explanation, unavailable=unavailable)

@@ -1,0 +1,177 @@
+"""Presets as data: hardware, models, mechanisms and sample AL curves from data/*.csv."""
+
+from __future__ import annotations
+
+import csv
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from explorer.architecture import ModelSpec
+from explorer.hardware import HardwareSpec
+from explorer.mechanisms import MechanismSpec
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+class SampleCurve(BaseModel):
+    """A published AL(D) curve shipped in data/al_curves.csv."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    mechanism: str
+    model: str
+    drafter: str
+    dataset: str
+    temperature: str
+    source: str
+    draft_lens: tuple[int, ...]
+    acceptance_lengths: tuple[float, ...]
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    with (DATA_DIR / name).open(newline="", encoding="utf-8") as fh:
+        return [{k.strip(): (v or "").strip() for k, v in r.items()} for r in csv.DictReader(fh)]
+
+
+def _num(text: str) -> float | None:
+    if text == "":
+        return None
+    value = float(text)
+    return None if math.isnan(value) else value
+
+
+def _int(text: str) -> int | None:
+    value = _num(text)
+    return None if value is None else int(value)
+
+
+@lru_cache(maxsize=1)
+def hardware_presets() -> dict[str, HardwareSpec]:
+    out: dict[str, HardwareSpec] = {}
+    for r in _rows("hardware.csv"):
+        fp8 = _num(r["fp8_dense_tflops"])
+        fp4 = _num(r["fp4_dense_tflops"])
+        out[r["slug"]] = HardwareSpec(
+            slug=r["slug"],
+            name=r["name"],
+            bf16_flops_per_s=float(r["bf16_dense_tflops"]) * 1e12,
+            fp8_flops_per_s=fp8 * 1e12 if fp8 else None,
+            fp4_flops_per_s=fp4 * 1e12 if fp4 else None,
+            hbm_bytes=float(r["hbm_gb"]) * 1e9,
+            hbm_bw_bytes_per_s=float(r["hbm_tb_per_s"]) * 1e12,
+            link_bw_bytes_per_s=float(r["link_gb_per_s"]) * 1e9,
+            gemm_compute_efficiency=float(r["gemm_compute_efficiency"]),
+            gemm_memory_efficiency=float(r["gemm_memory_efficiency"]),
+            attention_compute_efficiency=float(r["attention_compute_efficiency"]),
+            attention_memory_efficiency=float(r["attention_memory_efficiency"]),
+            kernel_floor_s=float(r["kernel_floor_us"]) * 1e-6,
+            launch_latency_s=float(r["launch_latency_us"]) * 1e-6,
+            step_overhead_s=float(r["step_overhead_us"]) * 1e-6,
+            allreduce_latency_s=float(r["allreduce_latency_us"]) * 1e-6,
+            spec_source=r["spec_source"],
+            fit_source=r["fit_source"],
+            assumptions=r.get("assumptions", ""),
+        )
+    return out
+
+
+@lru_cache(maxsize=1)
+def model_presets() -> dict[str, ModelSpec]:
+    out: dict[str, ModelSpec] = {}
+    for r in _rows("models.csv"):
+        fields: dict[str, Any] = {
+            "slug": r["slug"],
+            "name": r["name"],
+            "role": r["role"] or "target",
+            "attention_kind": r["attention_kind"] or "gqa",
+            "tied_embeddings": r["tied_embeddings"].lower() in ("true", "1", "yes"),
+            "total_params_b": _num(r["total_params_b"]),
+            "active_params_b": _num(r["active_params_b"]),
+            "source": r["source"],
+            "assumptions": r.get("assumptions", ""),
+        }
+        for key in (
+            "layers", "hidden", "q_heads", "kv_heads", "head_dim", "ffn_intermediate",
+            "n_routed_experts", "experts_per_tok", "n_shared_experts", "moe_intermediate",
+            "first_dense_layers", "vocab", "kv_lora_rank", "qk_rope_dim", "sliding_window",
+            "sliding_layers",
+        ):
+            value = _int(r.get(key, ""))
+            if value is not None:
+                fields[key] = value
+        fields.setdefault("ffn_intermediate", 0)
+        out[r["slug"]] = ModelSpec(**fields)
+    return out
+
+
+@lru_cache(maxsize=1)
+def mechanism_presets() -> dict[str, MechanismSpec]:
+    out: dict[str, MechanismSpec] = {}
+    for r in _rows("mechanisms.csv"):
+        lookup_us = _num(r["lookup_time_us"])
+        out[r["slug"]] = MechanismSpec(
+            slug=r["slug"],
+            name=r["name"],
+            draft_style=r["draft_style"],
+            default_draft_len=int(r["default_draft_len"]),
+            max_draft_len=int(r["max_draft_len"]),
+            draft_layers=_int(r["draft_layers"]),
+            serial_head_layer_fraction=_num(r["serial_head_layer_fraction"]) or 0.0,
+            draft_vocab=_int(r["draft_vocab"]),
+            lookup_time_s=(lookup_us or 0.0) * 1e-6,
+            first_rate=float(r["first_rate"]),
+            decay=float(r["decay"]),
+            prior_source=r["prior_source"],
+            training=r["training"],
+            extra_memory=r["extra_memory"],
+            source=r["source"],
+            assumptions=r.get("assumptions", ""),
+        )
+    return out
+
+
+@lru_cache(maxsize=1)
+def sample_curves() -> dict[str, SampleCurve]:
+    """Shipped AL curves keyed 'mechanism/model/dataset'."""
+    grouped: dict[tuple[str, str, str, str, str], list[tuple[int, float, str]]] = {}
+    for r in _rows("al_curves.csv"):
+        key = (r["mechanism"], r["model"], r["drafter"], r["dataset"], r["temperature"])
+        grouped.setdefault(key, []).append((int(float(r["D"])), float(r["AL"]), r["source"]))
+    out: dict[str, SampleCurve] = {}
+    for group_key, pts in grouped.items():
+        mech, model, drafter, dataset, temp = group_key
+        by_d: dict[int, tuple[float, str]] = {}
+        for d, al, src in pts:
+            by_d.setdefault(d, (al, src))
+        ds = sorted(by_d)
+        name = f"{mech}/{model}/{dataset}"
+        if name in out:
+            name = f"{name}/{drafter}/{temp}"
+        out[name] = SampleCurve(
+            key=name,
+            mechanism=mech,
+            model=model,
+            drafter=drafter,
+            dataset=dataset,
+            temperature=temp,
+            source=by_d[ds[0]][1],
+            draft_lens=tuple(ds),
+            acceptance_lengths=tuple(by_d[d][0] for d in ds),
+        )
+    return out
+
+
+DEFAULT_DRAFT_MODEL: dict[str, str] = {
+    # Same tokenizer family as the target (a draft must share the vocabulary).
+    "llama-3.1-8b": "llama-3.2-1b",
+    "llama-3.1-70b": "llama-3.2-1b",
+    "llama-3.1-405b": "llama-3.2-3b",
+    "qwen3-32b": "qwen3-1.7b",
+    "qwen3-30b-a3b": "qwen3-0.6b",
+    "qwen3-235b-a22b": "qwen3-4b",
+}

@@ -1,0 +1,117 @@
+"""The scenario: everything one evaluation needs, as a frozen pydantic model with units."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from explorer.architecture import ModelSpec
+from explorer.hardware import HardwareOverrides, HardwareSpec
+from explorer.mechanisms import MechanismSpec
+
+MAX_DRAFT_LEN = 64
+
+
+class MeasuredCurve(BaseModel):
+    """A measured AL(D) curve with its provenance (an upload or a shipped sample)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    label: str = Field(default="measured", max_length=200)
+    draft_lens: tuple[int, ...] = Field(min_length=1, max_length=256)
+    acceptance_lengths: tuple[float, ...] = Field(min_length=1, max_length=256)
+    source: str = Field(default="", max_length=500)
+
+    @model_validator(mode="after")
+    def _check(self) -> MeasuredCurve:
+        if len(self.draft_lens) != len(self.acceptance_lengths):
+            raise ValueError("draft_lens and acceptance_lengths differ in length")
+        if list(self.draft_lens) != sorted(set(self.draft_lens)) or self.draft_lens[0] < 1:
+            raise ValueError("draft_lens must be strictly increasing integers ≥ 1")
+        for d, al in zip(self.draft_lens, self.acceptance_lengths, strict=True):
+            if not 1.0 <= al <= 1.0 + d:
+                raise ValueError(f"AL {al} at D={d} is outside [1, 1+D] = [1, {1 + d}]")
+        return self
+
+
+class Acceptance(BaseModel):
+    """Where AL comes from: the mechanism's prior, an i.i.d. α, a fixed AL, or a measured curve."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["prior", "iid", "fixed", "curve"] = "prior"
+    alpha: float | None = Field(default=None, ge=0, le=1, description="i.i.d. acceptance rate")
+    fixed_al: float | None = Field(default=None, ge=1, description="AL at the scenario's D")
+    curve: MeasuredCurve | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Acceptance:
+        if self.kind == "iid" and self.alpha is None:
+            raise ValueError("acceptance kind 'iid' needs alpha")
+        if self.kind == "fixed" and self.fixed_al is None:
+            raise ValueError("acceptance kind 'fixed' needs fixed_al")
+        if self.kind == "curve" and self.curve is None:
+            raise ValueError("acceptance kind 'curve' needs a curve")
+        return self
+
+
+class Scenario(BaseModel):
+    """One operating point. Preset names are slugs (`python -m explorer presets`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hardware: str = Field(default="h200", description="hardware preset slug")
+    model: str = Field(default="llama-3.1-70b", description="target model preset slug")
+    mechanism: str = Field(default="eagle3", description="draft mechanism slug")
+    draft_model: str | None = Field(default=None, description="draft model slug (external)")
+    dtype: Literal["bf16", "fp8", "fp4"] = Field(default="bf16", description="weight/GEMM dtype")
+    kv_dtype: Literal["bf16", "fp8"] = Field(default="bf16", description="KV-cache dtype")
+    batch: int = Field(default=32, ge=1, le=65536, description="B, concurrent sequences")
+    context: int = Field(default=8192, ge=1, le=2_000_000, description="S, KV tokens per sequence")
+    tp: int = Field(default=2, ge=1, le=64, description="tensor-parallel degree")
+    draft_len: int = Field(default=3, ge=0, le=MAX_DRAFT_LEN, description="D, tokens drafted")
+    verify_width: int | None = Field(
+        default=None, ge=1, le=1024, description="W, tokens verified per sequence (trees); ≥ 1+D"
+    )
+    group: int | None = Field(default=None, ge=1, le=256, description="G override (q per KV head)")
+    layers: int | None = Field(default=None, ge=1, le=1000, description="L_target override")
+    rho: float | None = Field(default=None, ge=0, le=4, description="ρ = L_draft/L_target override")
+    acceptance: Acceptance = Field(default_factory=Acceptance)
+    hardware_overrides: HardwareOverrides | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        if self.verify_width is not None and self.verify_width < 1 + self.draft_len:
+            raise ValueError(
+                f"verify_width: W={self.verify_width} must be ≥ 1+D = {1 + self.draft_len}"
+            )
+        a = self.acceptance
+        if a.kind == "fixed" and a.fixed_al is not None and a.fixed_al > 1 + self.draft_len:
+            raise ValueError(
+                f"fixed_al: AL {a.fixed_al} is outside [1, 1+D] = [1, {1 + self.draft_len}]"
+            )
+        return self
+
+    @property
+    def width(self) -> int:
+        return self.verify_width if self.verify_width is not None else 1 + self.draft_len
+
+
+def scenario_json_schema() -> str:
+    return json.dumps(Scenario.model_json_schema(), indent=2)
+
+
+class Resolved(BaseModel):
+    """A scenario with its presets looked up and overrides applied."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: Scenario
+    hardware: HardwareSpec
+    model: ModelSpec
+    mechanism: MechanismSpec
+    draft_model: ModelSpec | None
+    group: float
+    layers: int

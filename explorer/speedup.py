@@ -1,0 +1,261 @@
+"""Speedup, throughput and memory over grids: the article's formula, vectorized.
+
+    speedup = T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft(B, D))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from explorer.acceptance_model import ALResult, acceptance_length
+from explorer.cost_model import (
+    Breakdown,
+    LayerModel,
+    draft_time,
+    native_draft_layers,
+    total,
+)
+from explorer.hardware import BYTES_PER_ELEMENT
+from explorer.model_errors import ScenarioError
+from explorer.presets import (
+    DEFAULT_DRAFT_MODEL,
+    hardware_presets,
+    mechanism_presets,
+    model_presets,
+)
+from explorer.scenario import Resolved, Scenario
+
+FloatArray = npt.NDArray[np.float64]
+T = TypeVar("T")
+
+
+def _pick(table: Mapping[str, T], slug: str, field_name: str) -> T:
+    if slug not in table:
+        raise ScenarioError(field_name, f"unknown preset '{slug}'; known: {', '.join(table)}")
+    return table[slug]
+
+
+def resolve(scenario: Scenario) -> Resolved:
+    """Look up presets and apply overrides; raises ScenarioError naming the bad field."""
+    hw = _pick(hardware_presets(), scenario.hardware, "hardware")
+    model = _pick(model_presets(), scenario.model, "model")
+    mech = _pick(mechanism_presets(), scenario.mechanism, "mechanism")
+    if scenario.hardware_overrides is not None:
+        hw = scenario.hardware_overrides.apply(hw)
+    draft_slug = scenario.draft_model or DEFAULT_DRAFT_MODEL.get(scenario.model)
+    draft = None
+    if draft_slug is not None:
+        draft = _pick(model_presets(), draft_slug, "draft_model")
+    group = float(scenario.group) if scenario.group is not None else model.group_size
+    if model.attention_kind == "gqa" and model.q_heads % group:
+        raise ScenarioError(
+            "group", f"G={scenario.group} must divide the {model.q_heads} query heads"
+        )
+    if scenario.tp > model.q_heads:
+        raise ScenarioError("tp", f"TP={scenario.tp} exceeds the {model.q_heads} query heads")
+    return Resolved(
+        scenario=scenario,
+        hardware=hw,
+        model=model,
+        mechanism=mech,
+        draft_model=draft,
+        group=group,
+        layers=scenario.layers if scenario.layers is not None else model.layers,
+    )
+
+
+@dataclass
+class GridResult:
+    """Arrays broadcast over the grid axes (batch, draft_len, context, group)."""
+
+    acceptance_length: FloatArray
+    al_extrapolated: npt.NDArray[np.bool_]
+    al_provenance: str
+    t_verif_base_s: FloatArray
+    t_verif_spec_s: FloatArray
+    t_draft_s: FloatArray
+    speedup: FloatArray
+    speedup_launch_bound: FloatArray
+    draft_overhead_launch_bound: FloatArray
+    tokens_per_s_per_user: FloatArray
+    tokens_per_s_per_gpu: FloatArray
+    baseline_tokens_per_s_per_user: FloatArray
+    baseline_tokens_per_s_per_gpu: FloatArray
+    attention_fraction: FloatArray
+    memory_bytes: FloatArray
+    fits_in_memory: npt.NDArray[np.bool_]
+    verify_base: Breakdown = field(default_factory=dict)
+    verify_spec: Breakdown = field(default_factory=dict)
+    draft: Breakdown = field(default_factory=dict)
+
+
+class ScenarioModel:
+    """A resolved scenario's cost model, evaluated over arrays of B, D, S and G."""
+
+    def __init__(self, resolved: Resolved) -> None:
+        self.r = resolved
+        sc = resolved.scenario
+        self.target = LayerModel(resolved.hardware, resolved.model, sc.tp, sc.dtype, sc.kv_dtype)
+        self.draft_layer_model = (
+            LayerModel(resolved.hardware, resolved.draft_model, sc.tp, sc.dtype, sc.kv_dtype)
+            if resolved.draft_model is not None
+            else None
+        )
+
+    # -- pieces -----------------------------------------------------------------------
+    @property
+    def rho_native(self) -> float:
+        r = self.r
+        return native_draft_layers(r.mechanism, r.model, r.draft_model) / r.layers
+
+    @property
+    def rho(self) -> float:
+        sc = self.r.scenario
+        return sc.rho if sc.rho is not None else self.rho_native
+
+    def draft_overhead_launch_bound(self, draft_len: npt.ArrayLike) -> FloatArray:
+        """O_d: ρ·D for chain drafters, ρ once for a block pass (plus a serial head), 0 lookup."""
+        d = np.asarray(draft_len, dtype=np.float64)
+        mech = self.r.mechanism
+        if mech.draft_style == "lookup":
+            return np.zeros_like(d)
+        if mech.draft_style == "chain":
+            return self.rho * d
+        serial = d * mech.serial_head_layer_fraction / self.r.layers
+        return np.where(d > 0, self.rho + serial, 0.0)
+
+    def verify(self, batch: npt.ArrayLike, width: npt.ArrayLike, context: npt.ArrayLike,
+               group: npt.ArrayLike) -> Breakdown:
+        return self.target.forward(batch, width, context, group, layers=self.r.layers)
+
+    def draft(self, batch: npt.ArrayLike, draft_len: npt.ArrayLike, context: npt.ArrayLike,
+              group: npt.ArrayLike) -> Breakdown:
+        mech = self.r.mechanism
+        if mech.draft_layers is None and mech.draft_style == "chain" and (
+            self.draft_layer_model is None
+        ):
+            raise ScenarioError(
+                "draft_model",
+                f"the external mechanism needs a draft model for {self.r.model.slug}; "
+                "pick one (e.g. --draft-model llama-3.2-1b)",
+            )
+        scale = 1.0
+        if self.r.scenario.rho is not None and self.rho_native > 0:
+            scale = self.r.scenario.rho / self.rho_native
+        return draft_time(
+            self.target, self.draft_layer_model, self.r.mechanism, batch, draft_len, context,
+            group, layer_scale=scale,
+        )
+
+    def memory_bytes(self, batch: npt.ArrayLike, context: npt.ArrayLike,
+                     group: npt.ArrayLike) -> FloatArray:
+        """Per-GPU bytes: target + draft weights, target + draft KV cache."""
+        r, sc = self.r, self.r.scenario
+        b, s, g = (np.asarray(x, dtype=np.float64) for x in (batch, context, group))
+        bw = BYTES_PER_ELEMENT[sc.dtype]
+        weights = r.model.param_count() * bw * (r.layers / r.model.layers) / sc.tp
+        kv = self._kv_bytes(self.target, b, s, g, r.layers)
+        mech = r.mechanism
+        draft_w = np.zeros(1)
+        draft_kv = np.zeros(1)
+        if mech.draft_style != "lookup":
+            if mech.draft_layers is None and self.draft_layer_model is not None:
+                dm = self.draft_layer_model.model
+                draft_w = np.asarray(dm.param_count() * bw / sc.tp)
+                draft_kv = self._kv_bytes(self.draft_layer_model, b, s, dm.group_size, dm.layers)
+            elif mech.draft_layers:
+                m = r.model
+                ffn = m.ffn_intermediate or m.moe_intermediate * (
+                    m.experts_per_tok + m.n_shared_experts
+                )
+                per_layer = m.attention_params_per_layer() + 3.0 * m.hidden * ffn
+                vocab = mech.draft_vocab or 0  # heads with their own vocab carry an lm_head
+                draft_w = np.asarray(
+                    (mech.draft_layers * per_layer + vocab * m.hidden) * bw / sc.tp
+                )
+                draft_kv = self._kv_bytes(self.target, b, s, g, float(mech.draft_layers))
+        return np.asarray(weights + kv + draft_w + draft_kv, dtype=np.float64)
+
+    @staticmethod
+    def _kv_bytes(lm: LayerModel, b: FloatArray, s: FloatArray, g: npt.ArrayLike,
+                  layers: float) -> FloatArray:
+        m = lm.model
+        b_kv = BYTES_PER_ELEMENT[lm.kv_dtype]
+        _, kv_rank, _ = lm.heads_per_rank(np.asarray(g, dtype=np.float64))
+        per_token_layer = (
+            m.head_dim * b_kv if m.attention_kind == "mla" else 2.0 * kv_rank * m.head_dim * b_kv
+        )
+        scale = layers / m.layers
+        sliding = min(m.sliding_layers, m.layers) * scale if m.sliding_window else 0.0
+        full = layers - sliding
+        s_slide = np.minimum(s, m.sliding_window) if sliding else s
+        return np.asarray(b * per_token_layer * (full * s + sliding * s_slide), dtype=np.float64)
+
+    def acceptance(self, draft_len: npt.ArrayLike) -> ALResult:
+        sc = self.r.scenario
+        return acceptance_length(sc.acceptance, self.r.mechanism, draft_len, sc.draft_len)
+
+    # -- the grid ---------------------------------------------------------------------
+    def grid(
+        self,
+        batch: npt.ArrayLike,
+        draft_len: npt.ArrayLike,
+        context: npt.ArrayLike | None = None,
+        group: npt.ArrayLike | None = None,
+        al: ALResult | None = None,
+        with_breakdowns: bool = False,
+    ) -> GridResult:
+        sc = self.r.scenario
+        b = np.asarray(batch, dtype=np.float64)
+        d = np.asarray(draft_len, dtype=np.float64)
+        s = np.asarray(context if context is not None else sc.context, dtype=np.float64)
+        g = np.asarray(group if group is not None else self.r.group, dtype=np.float64)
+        width = 1.0 + d
+        if sc.verify_width is not None:  # a tree verifies W ≥ 1+D tokens per sequence
+            width = np.where(d > 0, np.maximum(width, sc.verify_width), 1.0)
+        al_res = al if al is not None else self.acceptance(d)
+        base = self.verify(b, 1.0, s, g)
+        spec = self.verify(b, width, s, g)
+        drafted = self.draft(b, d, s, g)
+        t_base, t_spec, t_draft = total(base), total(spec), total(drafted)
+        al_arr = al_res.acceptance_length
+        step = t_spec + t_draft
+        speedup = t_base * al_arr / step
+        o_d = self.draft_overhead_launch_bound(d)
+        mem = self.memory_bytes(b, s, g)
+        shape = np.broadcast_shapes(speedup.shape, mem.shape)
+        per_user = al_arr / step
+        base_user = 1.0 / t_base
+        return GridResult(
+            acceptance_length=np.broadcast_to(al_arr, shape),
+            al_extrapolated=np.broadcast_to(al_res.extrapolated, shape),
+            al_provenance=al_res.provenance,
+            t_verif_base_s=np.broadcast_to(t_base, shape),
+            t_verif_spec_s=np.broadcast_to(t_spec, shape),
+            t_draft_s=np.broadcast_to(t_draft, shape),
+            speedup=np.broadcast_to(speedup, shape),
+            speedup_launch_bound=np.broadcast_to(al_arr / (1.0 + o_d), shape),
+            draft_overhead_launch_bound=np.broadcast_to(o_d, shape),
+            tokens_per_s_per_user=np.broadcast_to(per_user, shape),
+            tokens_per_s_per_gpu=np.broadcast_to(per_user * b / sc.tp, shape),
+            baseline_tokens_per_s_per_user=np.broadcast_to(base_user, shape),
+            baseline_tokens_per_s_per_gpu=np.broadcast_to(base_user * b / sc.tp, shape),
+            attention_fraction=np.broadcast_to(base["attention"] / t_base, shape),
+            memory_bytes=np.broadcast_to(mem, shape),
+            fits_in_memory=np.broadcast_to(mem <= self.r.hardware.hbm_bytes, shape),
+            verify_base=base if with_breakdowns else {},
+            verify_spec=spec if with_breakdowns else {},
+            draft=drafted if with_breakdowns else {},
+        )
+
+
+@lru_cache(maxsize=256)
+def scenario_model(scenario: Scenario) -> ScenarioModel:
+    """Cached: the UI re-evaluates the same scenario on every rerun."""
+    return ScenarioModel(resolve(scenario))

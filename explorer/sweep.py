@@ -1,0 +1,58 @@
+"""Grids over B, D, G, S and mechanism → one row per point (vectorized per mechanism)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from explorer.cost_model import COMPONENTS
+from explorer.model_errors import ScenarioError
+from explorer.scenario import Acceptance, Scenario
+from explorer.speedup import scenario_model
+
+FIGURES = (
+    "speedup", "acceptance_length", "t_verif_base_s", "t_verif_spec_s", "t_draft_s",
+    "speedup_launch_bound", "tokens_per_s_per_user", "tokens_per_s_per_gpu",
+    "attention_fraction", "fits_in_memory",
+)
+
+
+def sweep(
+    scenario: Scenario,
+    batch: Sequence[int] | None = None,
+    draft_len: Sequence[int] | None = None,
+    group: Sequence[float] | None = None,
+    context: Sequence[int] | None = None,
+    mechanism: Sequence[str] | None = None,
+    with_breakdown: bool = True,
+) -> pd.DataFrame:
+    """Evaluate the cartesian grid; axes left out stay at the scenario's value."""
+    b = np.asarray(batch or [scenario.batch], dtype=np.float64)
+    d = np.asarray(draft_len or [scenario.draft_len], dtype=np.float64)
+    s = np.asarray(context or [scenario.context], dtype=np.float64)
+    frames = []
+    for slug in mechanism or [scenario.mechanism]:
+        cand = scenario
+        if slug != scenario.mechanism:
+            cand = scenario.model_copy(update={"mechanism": slug, "acceptance": Acceptance()})
+        m = scenario_model(cand)
+        g = np.asarray(group or [m.r.group], dtype=np.float64)
+        for gv in g:
+            if m.r.model.attention_kind == "gqa" and m.r.model.q_heads % gv:
+                raise ScenarioError("group", f"G={gv:g} must divide {m.r.model.q_heads} q heads")
+        bb, dd, ss, gg = np.meshgrid(b, d, s, g, indexing="ij")
+        res = m.grid(bb, dd, ss, gg, with_breakdowns=with_breakdown)
+        cols: dict[str, object] = {
+            "mechanism": slug, "batch": bb.ravel().astype(int), "draft_len": dd.ravel().astype(int),
+            "group": gg.ravel(), "context": ss.ravel().astype(int),
+        }
+        for f in FIGURES:
+            cols[f] = np.broadcast_to(getattr(res, f), bb.shape).ravel()
+        if with_breakdown:
+            for part, bd in (("verify_spec", res.verify_spec), ("draft", res.draft)):
+                for c in COMPONENTS:
+                    cols[f"{part}_{c}_s"] = np.broadcast_to(bd[c], bb.shape).ravel()
+        frames.append(pd.DataFrame(cols))
+    return pd.concat(frames, ignore_index=True)

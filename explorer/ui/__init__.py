@@ -1,0 +1,1 @@
+"""Streamlit UI and Plotly figures: thin callers of the core."""

@@ -1,0 +1,218 @@
+"""Figures as pure functions: core results in, plotly Figure out (no Streamlit here)."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from explorer.analysis import ParetoFrontier
+from explorer.cost_model import COMPONENTS
+from explorer.view_data import ALCurve, GemmCurve, Surface, TileCurve, tile_boundaries
+
+COMPONENT_COLORS = {
+    "gemm": "#4C78A8", "attention": "#F58518", "moe": "#54A24B", "communication": "#B279A2",
+    "overhead": "#9D755D", "lm_head": "#72B7B2",
+}
+MECH_COLORS = {
+    "external": "#4C78A8", "mtp": "#F58518", "eagle3": "#E45756", "dflash": "#72B7B2",
+    "dspark": "#54A24B", "ngram": "#B279A2",
+}
+_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "closest",
+           "legend": {"orientation": "h", "y": -0.2}}
+
+
+def _f32(a: np.ndarray) -> np.ndarray:
+    """Compact figure payloads: float32 is plenty for display."""
+    return np.asarray(a, dtype=np.float32)
+
+
+def speedup_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.Figure:
+    x_idx = np.arange(len(s.x))
+    fig = go.Figure()
+    fig.add_trace(go.Heatmap(
+        x=x_idx, y=_f32(s.y), z=_f32(s.z), colorscale="RdBu", zmid=1.0,
+        colorbar={"title": "speedup ×"},
+        customdata=np.broadcast_to(s.x.astype(np.int32), s.z.shape),
+        hovertemplate="B=%{customdata}<br>D=%{y}<br>speedup %{z:.2f}×<extra></extra>",
+    ))
+    fig.add_trace(go.Contour(
+        x=x_idx, y=_f32(s.y), z=_f32(s.z), contours={"start": 1, "end": 1, "coloring": "none",
+                                                     "showlabels": True},
+        line={"color": "black", "width": 2, "dash": "dash"}, showscale=False,
+        name="speedup = 1", hoverinfo="skip", showlegend=True,
+    ))
+    fig.add_trace(go.Scatter(
+        x=x_idx, y=_f32(s.best_y), mode="lines", line={"color": "gold", "width": 3},
+        name="best D per B", customdata=s.x.astype(np.int32),
+        hovertemplate="B=%{customdata}: best D=%{y}<extra>ridge</extra>",
+    ))
+    cx = float(np.argmin(np.abs(np.log(s.x) - np.log(current[0]))))
+    fig.add_trace(go.Scatter(
+        x=[cx], y=[current[1]], mode="markers", name="current point",
+        marker={"symbol": "x", "size": 14, "color": "lime", "line": {"width": 2}},
+        hovertemplate=f"B={current[0]:g}, D={current[1]:g}<extra>current</extra>",
+    ))
+    ticks = [i for i, v in enumerate(s.x) if np.log2(v) % 2 == 0]
+    fig.update_layout(
+        title=title, xaxis={"title": s.x_label + " (log scale)", "tickvals": ticks,
+                            "ticktext": [str(int(s.x[i])) for i in ticks]},
+        yaxis={"title": s.y_label}, **_LAYOUT,
+    )
+    return fig
+
+
+def speedup_surface_3d(s: Surface, current: tuple[float, float], current_z: float | None,
+                       title: str, log_x: bool = True) -> go.Figure:
+    x = np.log2(s.x) if log_x else s.x
+    fig = go.Figure(go.Surface(
+        x=_f32(x), y=_f32(s.y), z=_f32(s.z), colorscale="RdBu", cmid=1.0,
+        colorbar={"title": "speedup ×"},
+        hovertemplate=("log2 B=%{x}" if log_x else "G=%{x}")
+        + "<br>D=%{y}<br>speedup %{z:.2f}×<extra></extra>",
+    ))
+    if current_z is not None:
+        cx = np.log2(current[0]) if log_x else current[0]
+        fig.add_trace(go.Scatter3d(x=[cx], y=[current[1]], z=[current_z], mode="markers",
+                                   marker={"size": 6, "color": "lime"}, name="current point"))
+    fig.update_layout(title=title, scene={
+        "xaxis_title": "log2 B" if log_x else s.x_label, "yaxis_title": "D",
+        "zaxis_title": "speedup ×"}, margin={"l": 0, "r": 0, "t": 50, "b": 0})
+    return fig
+
+
+def group_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.Figure:
+    labels = [f"G={int(g)}" for g in s.x]
+    fig = go.Figure(go.Heatmap(
+        x=labels, y=_f32(s.y), z=_f32(s.z), colorscale="RdBu", zmid=1.0,
+        colorbar={"title": "speedup ×"},
+        hovertemplate="%{x}<br>D=%{y}<br>speedup %{z:.2f}×<extra></extra>",
+    ))
+    fig.add_trace(go.Scatter(x=labels, y=_f32(s.best_y), mode="lines+markers", name="best D",
+                             line={"color": "gold", "width": 3}))
+    fig.add_trace(go.Scatter(x=[f"G={current[0]:g}"], y=[current[1]], mode="markers",
+                             name="current point",
+                             marker={"symbol": "x", "size": 14, "color": "lime"}))
+    fig.update_layout(title=title, xaxis={"title": s.x_label}, yaxis={"title": s.y_label},
+                      **_LAYOUT)
+    return fig
+
+
+def tile_steps_figure(curves: list[TileCurve], current_d: int, normalized: bool) -> go.Figure:
+    fig = go.Figure()
+    for c in curves:
+        y = c.normalized_throughput if normalized else c.time_s * 1e6
+        fig.add_trace(go.Scatter(
+            x=_f32(c.draft_len), y=_f32(y), mode="lines+markers", name=c.label,
+            line={"shape": "hv"},
+            hovertemplate="D=%{x}<br>"
+            + ("throughput %{y:.2f}× of D=0" if normalized else "attention %{y:.1f} µs")
+            + f"<extra>{c.label}</extra>",
+        ))
+    groups = sorted({c.group for c in curves})
+    for g in groups:
+        for i, d in enumerate(tile_boundaries(g)):
+            fig.add_vline(x=d, line={"dash": "dot", "width": 1, "color": "gray"},
+                          annotation_text=f"G·(1+D)={128 * (i + 1)} (G={g:g})",
+                          annotation_textangle=-90, annotation_font_size=9)
+    fig.add_vline(x=current_d, line={"color": "lime", "width": 2},
+                  annotation_text="current D", annotation_position="top left")
+    fig.update_layout(
+        title=("Normalized attention throughput vs D" if normalized
+               else "Attention time per layer vs D") + " — tile steps at G·(1+D) = 128·k",
+        xaxis={"title": "draft length D"},
+        yaxis={"title": "verified tokens/s relative to D = 0" if normalized
+               else "attention time per layer (µs)"}, **_LAYOUT)
+    return fig
+
+
+def gemm_figure(curves: list[GemmCurve], ridge: float, peak_tflops: float,
+                hardware: str) -> go.Figure:
+    fig = go.Figure()
+    for c in curves:
+        fig.add_trace(go.Scatter(
+            x=_f32(c.batch), y=_f32(c.tflops), mode="lines", name=f"D={c.draft_len}",
+            customdata=_f32(c.effective_tokens),
+            hovertemplate="B=%{x}<br>B·(1+D)=%{customdata:.0f} tokens<br>%{y:.0f} TFLOP/s"
+            f"<extra>D={c.draft_len}</extra>",
+        ))
+    fig.add_hline(y=peak_tflops, line={"dash": "dot"}, annotation_text="achievable peak")
+    fig.add_vline(x=ridge, line={"dash": "dash", "color": "gray"},
+                  annotation_text=f"ridge M*≈{ridge:.0f} tokens (D=0)")
+    fig.update_layout(title=f"6144×6144 GEMM on {hardware}: achieved TFLOP/s vs batch",
+                      xaxis={"title": "batch B (sequences, log scale)", "type": "log"},
+                      yaxis={"title": "achieved TFLOP/s"}, **_LAYOUT)
+    return fig
+
+
+def al_figure(curves: list[ALCurve], selected: str) -> go.Figure:
+    fig = go.Figure()
+    for c in curves:
+        color = MECH_COLORS.get(c.mechanism, "#888")
+        is_prior = not c.measured
+        visible: bool | str = True if (c.mechanism == selected or is_prior) else "legendonly"
+        fig.add_trace(go.Scatter(
+            x=_f32(c.draft_len), y=_f32(c.acceptance_length),
+            mode="lines" if is_prior else "lines+markers", name=c.label[:60], visible=visible,
+            line={"color": color, "dash": "dash" if is_prior else "solid",
+                  "width": 3 if c.mechanism == selected else 1.5},
+            hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>" + c.provenance[:160].replace("%", "%%")
+            + "<extra>" + c.label[:40] + "</extra>",
+        ))
+    d_max = 32
+    fig.add_trace(go.Scatter(x=[0, d_max], y=[1, 1 + d_max], mode="lines", name="AL = 1+D bound",
+                             line={"color": "gray", "dash": "dot", "width": 1},
+                             hoverinfo="skip"))
+    fig.update_layout(title="Acceptance length vs draft length (prior: dashed; measured: solid)",
+                      xaxis={"title": "draft length D"},
+                      yaxis={"title": "AL (tokens per target step)", "range": [1, 9]}, **_LAYOUT)
+    return fig
+
+
+def pareto_figure(with_spec: ParetoFrontier, without: ParetoFrontier,
+                  current: tuple[float, float] | None, current_base: tuple[float, float],
+                  slo: float | None) -> go.Figure:
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=_f32(np.asarray(without.tokens_per_s_per_user)),
+        y=_f32(np.asarray(without.tokens_per_s_per_gpu)), mode="lines+markers",
+        name="without speculation", line={"color": "#888"},
+        customdata=np.asarray(without.batch),
+        hovertemplate="B=%{customdata}<br>%{x:.1f} tok/s/user<br>%{y:.0f} tok/s/GPU"
+        "<extra>no spec</extra>"))
+    fig.add_trace(go.Scatter(
+        x=_f32(np.asarray(with_spec.tokens_per_s_per_user)),
+        y=_f32(np.asarray(with_spec.tokens_per_s_per_gpu)), mode="lines+markers+text",
+        name="with speculation (best D)", line={"color": "#E45756"},
+        text=[f"D={d}" if i % 3 == 0 else "" for i, d in enumerate(with_spec.draft_len)],
+        textposition="top center", textfont={"size": 9},
+        customdata=np.stack([with_spec.batch, with_spec.draft_len], axis=-1),
+        hovertemplate="B=%{customdata[0]}, D=%{customdata[1]}<br>%{x:.1f} tok/s/user<br>"
+        "%{y:.0f} tok/s/GPU<extra>spec</extra>"))
+    if current is not None:
+        fig.add_trace(go.Scatter(x=[current[0]], y=[current[1]], mode="markers",
+                                 name="current point (spec)",
+                                 marker={"symbol": "x", "size": 14, "color": "lime"}))
+    fig.add_trace(go.Scatter(x=[current_base[0]], y=[current_base[1]], mode="markers",
+                             name="current B without spec",
+                             marker={"symbol": "circle-open", "size": 12, "color": "#888"}))
+    if slo:
+        fig.add_vline(x=slo, line={"dash": "dash", "color": "orange"},
+                      annotation_text=f"SLO {slo:g} tok/s/user")
+    fig.update_layout(title="Pareto frontier: throughput per GPU vs speed per user",
+                      xaxis={"title": "tokens/s per user (interactivity, log)", "type": "log"},
+                      yaxis={"title": "tokens/s per GPU (throughput, log)", "type": "log"},
+                      **_LAYOUT)
+    return fig
+
+
+def breakdown_figure(parts: dict[str, dict[str, float]]) -> go.Figure:
+    fig = go.Figure()
+    names = list(parts)
+    for c in COMPONENTS:
+        fig.add_trace(go.Bar(
+            y=names, x=[parts[n][c] * 1e3 for n in names], name=c, orientation="h",
+            marker_color=COMPONENT_COLORS[c],
+            hovertemplate="%{y}<br>" + c + ": %{x:.3f} ms<extra></extra>"))
+    fig.update_layout(barmode="stack", title="Where the time goes (one speculation round)",
+                      xaxis={"title": "time (ms)"}, yaxis={"autorange": "reversed"}, **_LAYOUT)
+    return fig

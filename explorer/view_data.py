@@ -1,0 +1,168 @@
+"""The arrays behind each explorer view (pure numpy; the figures only draw them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from explorer.acceptance_model import prior_al
+from explorer.analysis import DEFAULT_BATCHES
+from explorer.cost_model import COMPONENTS
+from explorer.kernels import ATTENTION_TILE_ROWS, attention_time, gemm_time
+from explorer.presets import mechanism_presets, sample_curves
+from explorer.scenario import Acceptance, Scenario
+from explorer.speedup import scenario_model
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Surface:
+    x: FloatArray  # e.g. batch
+    y: FloatArray  # draft length
+    z: FloatArray  # speedup, shape (len(y), len(x)); NaN where invalid or not fitting
+    best_y: FloatArray  # best D per x (ridge)
+    x_label: str
+    y_label: str
+
+
+def speedup_surface(scenario: Scenario, batches: npt.ArrayLike | None = None,
+                    d_max: int = 32) -> Surface:
+    m = scenario_model(scenario)
+    b = np.asarray(DEFAULT_BATCHES if batches is None else batches, dtype=np.float64)
+    d = np.arange(0, d_max + 1, dtype=np.float64)
+    g = m.grid(b[None, :], d[:, None])
+    z = np.where(g.fits_in_memory, g.speedup, np.nan)
+    z[0, :] = np.where(g.fits_in_memory[0, :], 1.0, np.nan)
+    filled = np.where(np.isfinite(z), z, -np.inf)
+    best = d[np.argmax(filled, axis=0)]
+    return Surface(b, d, z, best, "batch B", "draft length D")
+
+
+def group_surface(scenario: Scenario, d_max: int = 32) -> Surface:
+    """Speedup over (G, D) at the scenario's B and S; G values that divide the q heads."""
+    m = scenario_model(scenario)
+    q = m.r.model.q_heads
+    gs = np.asarray([g for g in (1, 2, 4, 8, 16, 32, 64, 128) if q % g == 0 and g <= q],
+                    dtype=np.float64)
+    if m.r.model.attention_kind == "mla":
+        gs = np.asarray([m.r.group])
+    d = np.arange(0, d_max + 1, dtype=np.float64)
+    g = m.grid(scenario.batch, d[:, None], group=gs[None, :])
+    z = np.where(g.fits_in_memory, g.speedup, np.nan)
+    z[0, :] = 1.0
+    filled = np.where(np.isfinite(z), z, -np.inf)
+    return Surface(gs, d, z, d[np.argmax(filled, axis=0)], "group G (q heads per KV head)",
+                   "draft length D")
+
+
+@dataclass(frozen=True)
+class TileCurve:
+    label: str
+    group: float
+    context: int
+    draft_len: FloatArray
+    time_s: FloatArray
+    normalized_throughput: FloatArray  # verified tokens/s relative to D = 0
+
+
+def tile_steps(scenario: Scenario, groups: tuple[float, ...] | None = None,
+               contexts: tuple[int, ...] | None = None, d_max: int = 32) -> list[TileCurve]:
+    """One attention layer's time vs D (the article's Fig. 4/5): flat, then 128-row steps."""
+    m = scenario_model(scenario)
+    hw, model = m.r.hardware, m.r.model
+    d = np.arange(0, d_max + 1, dtype=np.float64)
+    out: list[TileCurve] = []
+    for g in groups or (m.r.group,):
+        for s in contexts or (scenario.context,):
+            kv = max(1.0, model.q_heads / g / scenario.tp)
+            kt = attention_time(hw, scenario.batch, s, kv, g, 1.0 + d, model.head_dim,
+                                kv_dtype=scenario.kv_dtype)
+            t = kt.time_s
+            thr = (1.0 + d) / t
+            out.append(TileCurve(f"G={g:g}, S={s // 1024}K", g, s, d, t, thr / thr[0]))
+    return out
+
+
+def tile_boundaries(group: float, d_max: int = 32) -> list[float]:
+    """D values where G·(1+D) crosses 128·k (drawn as vertical lines)."""
+    out: list[float] = []
+    k = 1
+    while True:
+        d = ATTENTION_TILE_ROWS * k / group - 1
+        if d > d_max:
+            return out
+        if d >= 0:
+            out.append(d)
+        k += 1
+
+
+@dataclass(frozen=True)
+class GemmCurve:
+    draft_len: int
+    effective_tokens: FloatArray
+    batch: FloatArray
+    tflops: FloatArray
+
+
+def gemm_efficiency(
+    scenario: Scenario, n: int = 6144, k: int = 6144,
+    draft_lens: tuple[int, ...] = (0, 1, 3, 7, 15),
+) -> tuple[list[GemmCurve], float]:
+    """Achieved TFLOP/s of an n×k GEMM vs batch for several D (article Fig. 3) and the ridge."""
+    m = scenario_model(scenario)
+    hw = m.r.hardware
+    b = np.unique(np.round(np.logspace(0, 12, 97, base=2.0)))
+    out = []
+    for d in draft_lens:
+        tokens = b * (1 + d)
+        kt = gemm_time(hw, tokens, n, k, scenario.dtype)
+        out.append(GemmCurve(d, tokens, b, kt.flops / kt.time_s / 1e12))
+    return out, hw.gemm_ridge_tokens(scenario.dtype)
+
+
+@dataclass(frozen=True)
+class ALCurve:
+    mechanism: str
+    label: str
+    draft_len: FloatArray
+    acceptance_length: FloatArray
+    provenance: str
+    measured: bool
+
+
+def al_curves(scenario: Scenario, d_max: int = 32) -> list[ALCurve]:
+    """Each mechanism's prior, the scenario's own source, and the shipped measured curves."""
+    d = np.arange(0, d_max + 1, dtype=np.float64)
+    out: list[ALCurve] = []
+    for slug, mech in mechanism_presets().items():
+        res = prior_al(mech, d)
+        out.append(ALCurve(slug, f"{mech.name} (prior)", d, res.acceptance_length,
+                           res.provenance, False))
+    if scenario.acceptance.kind != "prior":
+        m = scenario_model(scenario)
+        res = m.acceptance(d)
+        out.append(ALCurve(scenario.mechanism, f"{m.r.mechanism.name} (this scenario)", d,
+                           res.acceptance_length, res.provenance, True))
+    for c in sample_curves().values():
+        out.append(ALCurve(c.mechanism, f"{c.drafter} · {c.model} · {c.dataset}",
+                           np.asarray(c.draft_lens, dtype=np.float64),
+                           np.asarray(c.acceptance_lengths), c.source, True))
+    return out
+
+
+def time_breakdown(scenario: Scenario) -> dict[str, dict[str, float]]:
+    m = scenario_model(scenario)
+    g = m.grid(scenario.batch, scenario.draft_len, with_breakdowns=True)
+    return {
+        "verify (no spec)": {c: float(np.ravel(g.verify_base[c])[0]) for c in COMPONENTS},
+        f"verify (D={scenario.draft_len})": {
+            c: float(np.ravel(g.verify_spec[c])[0]) for c in COMPONENTS},
+        "draft": {c: float(np.ravel(g.draft[c])[0]) for c in COMPONENTS},
+    }
+
+
+def with_prior(scenario: Scenario) -> Scenario:
+    return scenario.model_copy(update={"acceptance": Acceptance()})

@@ -1,0 +1,145 @@
+"""The CLI: JSON keys are an interface; bad input exits 2 with one line naming the flag."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from explorer.cli import main
+
+EVALUATE_KEYS = {
+    "speedup", "acceptance_length", "t_verif_base_s", "t_verif_spec_s", "t_draft_s",
+    "speedup_launch_bound", "tokens_per_s_per_user", "tokens_per_s_per_gpu",
+    "attention_fraction", "fits_in_memory", "breakdown",
+}
+COMPONENTS = {"gemm", "attention", "moe", "communication", "overhead", "lm_head"}
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_evaluate_json_has_the_documented_keys():
+    code, out, _ = run("evaluate", "--hardware", "h200", "--model", "llama-3.1-70b",
+                       "--batch", "8", "--draft-len", "3", "--tp", "2", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) >= EVALUATE_KEYS
+    assert set(data["breakdown"]) == {"verify_base", "verify_spec", "draft"}
+    for part in data["breakdown"].values():
+        assert set(part) == COMPONENTS
+    spec = data["breakdown"]["verify_spec"]
+    assert sum(spec.values()) == pytest.approx(data["t_verif_spec_s"])
+    assert data["speedup"] == pytest.approx(
+        data["t_verif_base_s"] * data["acceptance_length"]
+        / (data["t_verif_spec_s"] + data["t_draft_s"]))
+    assert 1.0 <= data["acceptance_length"] <= 4.0
+
+
+def test_fixed_al_and_alpha_are_used():
+    _, out, _ = run("evaluate", "--draft-len", "4", "--al", "3.2", "--json")
+    assert json.loads(out)["acceptance_length"] == pytest.approx(3.2)
+    _, out, _ = run("evaluate", "--draft-len", "4", "--alpha", "0.5", "--json")
+    assert json.loads(out)["acceptance_length"] == pytest.approx((1 - 0.5**5) / 0.5)
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["evaluate", "--draft-len", "3", "--al", "4.5"], "--al"),
+    (["evaluate", "--al", "0.5"], "--al"),
+    (["evaluate", "--batch", "0"], "--batch"),
+    (["evaluate", "--batch", "abc"], "--batch"),
+    (["evaluate", "--hardware", "h900"], "--hardware"),
+    (["evaluate", "--mechanism", "medusa"], "--mechanism"),
+    (["evaluate", "--group", "3"], "--group"),
+    (["evaluate", "--alpha", "1.5"], "--alpha"),
+    (["sweep", "--draft-len", "0:x"], "--draft-len"),
+    (["sweep", "--batch", "1,99999999"], "--batch"),
+    (["kernel", "gemm", "--m", "0", "--n", "1", "--k", "1"], "--m"),
+    (["evaluate", "--model", "gpt-oss-120b", "--mechanism", "external"], "--draft-model"),
+])
+def test_bad_input_exits_2_with_one_line_naming_the_flag(argv, flag):
+    code, out, err = run(*argv)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and flag in lines[0], err
+
+
+def test_scenario_file_and_flags_override(tmp_path: Path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"model": "llama-3.1-8b", "tp": 1, "batch": 4, "draft_len": 2}))
+    _, a, _ = run("evaluate", "--scenario", str(f), "--json")
+    _, b, _ = run("evaluate", "--scenario", str(f), "--batch", "64", "--json")
+    assert json.loads(a)["tokens_per_s_per_gpu"] < json.loads(b)["tokens_per_s_per_gpu"]
+    f.write_text("{not json")
+    code, _, err = run("evaluate", "--scenario", str(f))
+    assert code == 2 and "--scenario" in err
+
+
+def test_recommend_json_shape():
+    code, out, _ = run("recommend", "--model", "llama-3.1-8b", "--tp", "1", "--batch", "4",
+                       "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert {"mechanism", "draft_len", "speedup"} <= set(data["best"])
+    speeds = [o["speedup"] for o in data["ranking"] if o["fits_in_memory"]]
+    assert speeds == sorted(speeds, reverse=True) and data["best"]["speedup"] == speeds[0]
+    assert [g["id"] for g in data["guidelines"]] == [1, 2, 3, 4, 5]
+    assert all(g["text"] for g in data["guidelines"])
+
+
+def test_sweep_csv_grid_and_parquet(tmp_path: Path):
+    code, out, _ = run("sweep", "--batch", "1,8,64", "--draft-len", "0:4",
+                       "--mechanism", "eagle3,mtp")
+    assert code == 0
+    df = pd.read_csv(io.StringIO(out))
+    assert len(df) == 3 * 5 * 2
+    assert {"batch", "draft_len", "mechanism", "speedup", "t_verif_spec_s"} <= set(df.columns)
+    assert (df[df.draft_len == 0].speedup.round(9) == 1.0).all()
+    target = tmp_path / "grid.parquet"
+    assert run("sweep", "--batch", "1:64:x2", "--out", str(target))[0] == 0
+    assert list(pd.read_parquet(target).batch) == [1, 2, 4, 8, 16, 32, 64]
+
+
+def test_kernel_commands():
+    code, out, _ = run("kernel", "gemm", "--m", "8", "--n", "6144", "--k", "6144", "--json")
+    g = json.loads(out)
+    assert code == 0 and g["bound"] == "memory" and g["time_s"] > 0
+    _, out, _ = run("kernel", "gemm", "--m", "8192", "--n", "6144", "--k", "6144", "--json")
+    assert json.loads(out)["bound"] == "compute"
+    _, out, _ = run("kernel", "attention", "--batch", "64", "--context", "32768", "--q-heads", "64",
+                    "--kv-heads", "8", "--head-dim", "128", "--q-len", "4", "--json")
+    a = json.loads(out)
+    assert a["bound"] == "memory" and a["achieved_bytes_per_s"] > 1e12
+
+
+def test_presets_and_schema():
+    code, out, _ = run("presets", "--json")
+    data = json.loads(out)
+    assert {"h100", "h200", "b200", "gb200", "mi300x"} <= set(data["hardware"])
+    assert {"external", "mtp", "eagle3", "dflash", "dspark", "ngram"} == set(data["mechanisms"])
+    assert {"llama-3.1-8b", "llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3"} <= set(
+        data["models"])
+    code, out, _ = run("schema")
+    assert code == 0 and "draft_len" in json.loads(out)["properties"]
+
+
+def test_module_entry_point_and_core_imports_no_ui():
+    code = (
+        "import sys, explorer, explorer.cli, explorer.url_state, explorer.view_data;"
+        "assert not any(m.split('.')[0] in ('streamlit', 'plotly') for m in sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    r = subprocess.run([sys.executable, "-m", "explorer", "evaluate", "--batch", "-1"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--batch" in r.stderr
