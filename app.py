@@ -1,0 +1,28 @@
+"""SpecDec Explorer: `make run` serves this page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from explorer.ui import controls, explorer_page, sources_page
+
+st.set_page_config(page_title="SpecDec Explorer", page_icon="⚡", layout="wide")
+controls.check_url_once()
+values = controls.sidebar()
+st.query_params["v"] = "1"
+
+
+def explorer() -> None:
+    controls.show_url_warnings()
+    explorer_page.render(values)
+
+
+def sources() -> None:
+    sources_page.render()
+
+
+page = st.navigation([
+    st.Page(explorer, title="Explorer", icon="⚡", url_path="explorer", default=True),
+    st.Page(sources, title="Presets & sources", icon="📚", url_path="sources"),
+])
+page.run()

@@ -1,0 +1,39 @@
+"""Every preset with its source and assumptions."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from explorer.presets import hardware_presets, mechanism_presets, model_presets
+
+
+def render() -> None:
+    st.title("Presets and their sources")
+    st.caption("Spec-sheet numbers and fitted efficiencies per GPU, model shapes, mechanism "
+               "priors. Values marked as assumptions have no published source.")
+    st.subheader("Hardware")
+    st.dataframe(pd.DataFrame([{
+        "preset": h.slug, "name": h.name, "BF16 TFLOP/s": h.bf16_flops_per_s / 1e12,
+        "HBM GB": h.hbm_bytes / 1e9, "HBM TB/s": h.hbm_bw_bytes_per_s / 1e12,
+        "η GEMM compute": h.gemm_compute_efficiency, "η GEMM memory": h.gemm_memory_efficiency,
+        "η attn compute": h.attention_compute_efficiency,
+        "η attn memory": h.attention_memory_efficiency, "kernel floor µs": h.kernel_floor_s * 1e6,
+        "step overhead µs": h.step_overhead_s * 1e6, "spec source": h.spec_source,
+        "fit source": h.fit_source, "assumptions": h.assumptions,
+    } for h in hardware_presets().values()]), hide_index=True)
+    st.subheader("Models")
+    st.dataframe(pd.DataFrame([{
+        "preset": m.slug, "name": m.name, "role": m.role, "layers": m.layers,
+        "hidden": m.hidden, "q heads": m.q_heads, "KV heads": m.kv_heads, "G": m.group_size,
+        "experts": m.n_routed_experts or None, "top-k": m.experts_per_tok or None,
+        "params (B)": round(m.param_count() / 1e9, 2), "source": m.source,
+        "assumptions": m.assumptions,
+    } for m in model_presets().values()]), hide_index=True)
+    st.subheader("Mechanisms")
+    st.dataframe(pd.DataFrame([{
+        "preset": x.slug, "name": x.name, "style": x.draft_style, "default D": x.default_draft_len,
+        "max D": x.max_draft_len, "draft layers": x.draft_layers, "prior c1": x.first_rate,
+        "prior decay": x.decay, "prior source": x.prior_source, "training": x.training,
+        "extra memory": x.extra_memory, "assumptions": x.assumptions,
+    } for x in mechanism_presets().values()]), hide_index=True)
