@@ -6,7 +6,7 @@ import streamlit as st
 
 from explorer.ui import controls, explorer_page, sources_page
 
-st.set_page_config(page_title="SpecDec Explorer", page_icon="⚡", layout="wide")
+st.set_page_config(page_title="SpecDec Explorer", page_icon=":material/bolt:", layout="wide")
 controls.check_url_once()
 values = controls.sidebar()
 st.query_params["v"] = "1"
@@ -22,7 +22,7 @@ def sources() -> None:
 
 
 page = st.navigation([
-    st.Page(explorer, title="Explorer", icon="⚡", url_path="explorer", default=True),
-    st.Page(sources, title="Presets & sources", icon="📚", url_path="sources"),
+    st.Page(explorer, title="Explorer", icon=":material/bolt:", url_path="explorer", default=True),
+    st.Page(sources, title="Presets & sources", icon=":material/menu_book:", url_path="sources"),
 ])
 page.run()

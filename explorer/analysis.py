@@ -116,7 +116,8 @@ class BestDraftLen(BaseModel):
     best_draft_len: list[int]
     best_speedup: list[float]
     acceptance_length: list[float]
-    break_even_batch: int | None  # smallest B where no D ≥ 1 beats plain decoding
+    break_even_batch: int | None  # smallest B from which no D ≥ 1 beats plain decoding
+    max_batch_in_memory: int | None  # largest B of the grid whose plain decoding fits
 
 
 def best_draft_len(
@@ -131,7 +132,9 @@ def best_draft_len(
     sp[:, 0] = 1.0  # D = 0 is plain decoding
     idx = np.argmax(sp, axis=1)
     best = sp[np.arange(len(b)), idx]
-    spec_best = sp[:, 1:].max(axis=1) if sp.shape[1] > 1 else np.full(len(b), -np.inf)
+    # Break-even is a question of speed alone: memory limits are reported on their own.
+    speed = np.where(np.isfinite(g.speedup), g.speedup, -np.inf)
+    spec_best = speed[:, 1:].max(axis=1) if sp.shape[1] > 1 else np.full(len(b), -np.inf)
     losing = np.nonzero(spec_best <= 1.0)[0]
     # Break-even: first B from which speculation no longer pays at any larger B in the grid.
     paying = spec_best > 1.0
@@ -139,12 +142,14 @@ def best_draft_len(
     if losing.size and not paying[losing[0]:].any():
         break_even = int(b[losing[0]])
     al = g.acceptance_length[np.arange(len(b)), idx]
+    fitting = np.nonzero(g.fits_in_memory[:, 0])[0]
     return BestDraftLen(
         batch=[int(x) for x in b],
         best_draft_len=[int(d[i]) for i in idx],
         best_speedup=[float(x) for x in best],
         acceptance_length=[float(x) for x in al],
         break_even_batch=break_even,
+        max_batch_in_memory=int(b[fitting[-1]]) if fitting.size else None,
     )
 
 

@@ -37,7 +37,7 @@ def speedup_surface(scenario: Scenario, batches: npt.ArrayLike | None = None,
     z = np.where(g.fits_in_memory, g.speedup, np.nan)
     z[0, :] = np.where(g.fits_in_memory[0, :], 1.0, np.nan)
     filled = np.where(np.isfinite(z), z, -np.inf)
-    best = d[np.argmax(filled, axis=0)]
+    best = np.where(np.isfinite(z).any(axis=0), d[np.argmax(filled, axis=0)], np.nan)
     return Surface(b, d, z, best, "batch B", "draft length D")
 
 

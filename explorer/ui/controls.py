@@ -27,7 +27,7 @@ def check_url_once() -> None:
 
 def show_url_warnings() -> None:
     for w in st.session_state.get(WARNINGS_KEY, []):
-        st.warning(w, icon="⚠️")
+        st.warning(w, icon=":material/warning:")
 
 
 def reset_overrides() -> None:
@@ -43,16 +43,19 @@ def sidebar() -> dict[str, Any]:
     v: dict[str, Any] = {}
     sb = st.sidebar
     sb.header("Scenario")
-    v["hw"] = sb.selectbox("Hardware", list(hw), format_func=lambda k: hw[k].name, key="hw",
-                           bind="query-params", index=list(hw).index("h200"))
-    v["m"] = sb.selectbox("Target model", targets, format_func=lambda k: models[k].name, key="m",
-                          bind="query-params", index=targets.index("llama-3.1-70b"))
-    v["mech"] = sb.selectbox("Draft mechanism", list(mechs), format_func=lambda k: mechs[k].name,
-                             key="mech", bind="query-params", index=list(mechs).index("eagle3"))
+    # Bound widgets write their *displayed* option into the URL, so options are the slugs.
+    v["hw"] = sb.selectbox("Hardware", list(hw), key="hw", bind="query-params",
+                           index=list(hw).index("h200"))
+    sb.caption(hw[v["hw"]].name)
+    v["m"] = sb.selectbox("Target model", targets, key="m", bind="query-params",
+                          index=targets.index("llama-3.1-70b"))
+    sb.caption(models[v["m"]].name)
+    v["mech"] = sb.selectbox("Draft mechanism", list(mechs), key="mech", bind="query-params",
+                             index=list(mechs).index("eagle3"))
+    sb.caption(mechs[v["mech"]].name)
     if v["mech"] == "external":
         v["dm"] = sb.selectbox("Draft model", drafts, key="dm", bind="query-params",
-                               format_func=lambda k: "default for the target" if not k
-                               else models[k].name)
+                               format_func=lambda k: k or "default for the target")
     else:
         v["dm"] = st.session_state.get("dm", "")
     model = models[v["m"]]
@@ -76,17 +79,16 @@ def sidebar() -> dict[str, Any]:
         sb.button("Reset to preset", on_click=reset_overrides, key="reset_overrides")
     sb.subheader("Workload")
     v["s"] = sb.select_slider("Context S (KV tokens per sequence)", us.CONTEXT_OPTIONS,
-                              value=8192, key="s", bind="query-params",
-                              format_func=lambda s: f"{s // 1024}K")
+                              value=8192, key="s", bind="query-params")
     v["tp"] = sb.selectbox("Tensor parallel (GPUs)", us.TP_OPTIONS, index=1, key="tp",
                            bind="query-params")
     v["dt"] = sb.selectbox("Weights dtype", us.DTYPE_OPTIONS, key="dt", bind="query-params")
     v["kv"] = sb.selectbox("KV-cache dtype", us.KV_DTYPE_OPTIONS, key="kv", bind="query-params")
     sb.subheader("Acceptance")
-    labels = {"prior": "mechanism prior (fitted to published curves)", "alpha": "i.i.d. α",
-              "sample": "a shipped measured curve", "upload": "an uploaded curve (Data page)"}
-    v["acc"] = sb.radio("AL source", us.ACCEPTANCE_OPTIONS, format_func=labels.__getitem__,
-                        key="acc", bind="query-params")
+    v["acc"] = sb.radio(
+        "AL source", us.ACCEPTANCE_OPTIONS, key="acc", bind="query-params", horizontal=True,
+        help="prior: the mechanism's prior fitted to published curves; alpha: i.i.d. α; "
+        "sample: a shipped measured curve; upload: a curve you uploaded on the Data page")
     v["a"] = sb.slider("α (i.i.d. acceptance rate)", 0.0, 0.99, 0.7, 0.01, key="a",
                        bind="query-params", disabled=v["acc"] != "alpha")
     curves = sample_curves()
@@ -94,10 +96,10 @@ def sidebar() -> dict[str, Any]:
     if st.session_state.get("curve", "") not in options:
         st.session_state["curve"] = ""
     v["curve"] = sb.selectbox(
-        "Sample curve", options, key="curve", bind="query-params",
-        disabled=v["acc"] != "sample",
-        format_func=lambda k: "— pick one —" if not k else
-        f"{curves[k].drafter[:40]} · {curves[k].model[:30]} · {curves[k].dataset[:30]}")
+        "Sample curve (mechanism/model/dataset)", options, key="curve", bind="query-params",
+        disabled=v["acc"] != "sample", format_func=lambda k: k or "— pick one —")
+    if v["curve"]:
+        sb.caption(f"{curves[v['curve']].drafter} — {curves[v['curve']].source[:160]}")
     sb.subheader("Targets")
     v["slo"] = sb.number_input("Per-user speed target (tokens/s)", 0.0, 100000.0, 30.0, 5.0,
                                key="slo", bind="query-params")

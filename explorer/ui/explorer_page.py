@@ -94,7 +94,7 @@ def render(values: dict[str, Any], uploaded: Any = None) -> None:
         st.error(f"This scenario cannot be evaluated: {exc}")
         return
     for n in notes:
-        st.warning(n, icon="⚠️")
+        st.warning(n, icon=":material/warning:")
     js = sc.model_dump_json()
     ev, rec = _evaluate(js)
     v = _views(js)
@@ -119,14 +119,16 @@ def render(values: dict[str, Any], uploaded: Any = None) -> None:
 
     best = rec.best
     if best is not None:
-        st.success(f"**Recommendation:** {rec.explanation}", icon="✅")
+        st.success(f"**Recommendation:** {rec.explanation}", icon=":material/check_circle:")
     else:
         st.error(rec.explanation)
-    be = v["best"].break_even_batch
+    be, max_b = v["best"].break_even_batch, v["best"].max_batch_in_memory
     st.markdown(
         f"**Break-even batch** for {sc.mechanism}: "
-        + (f"speculation stops paying from **B ≈ {be}**." if be else
-           "speculation pays across B = 1…4096 (among points that fit in memory).")
+        + (f"speculation stops paying from **B ≈ {be}**" if be else
+           "speculation pays at every B from 1 to 4096")
+        + (f"; at S={sc.context // 1024}K the largest batch that fits in memory is "
+           f"**B = {max_b}**." if max_b else "; no batch fits in memory at this context.")
     )
     with st.container(border=True):
         st.subheader("The five guidelines, evaluated here")

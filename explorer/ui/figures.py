@@ -52,6 +52,11 @@ def speedup_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.
         marker={"symbol": "x", "size": 14, "color": "lime", "line": {"width": 2}},
         hovertemplate=f"B={current[0]:g}, D={current[1]:g}<extra>current</extra>",
     ))
+    no_fit = np.nonzero(~np.isfinite(s.z).any(axis=0))[0]
+    if no_fit.size:
+        fig.add_vrect(x0=no_fit[0] - 0.5, x1=len(s.x) - 0.5, fillcolor="gray", opacity=0.15,
+                      line_width=0, annotation_text="does not fit in memory",
+                      annotation_position="top left")
     ticks = [i for i, v in enumerate(s.x) if np.log2(v) % 2 == 0]
     fig.update_layout(
         title=title, xaxis={"title": s.x_label + " (log scale)", "tickvals": ticks,

@@ -1,0 +1,181 @@
+"""Plain CSV of acceptance length AL against draft length D.
+
+Source checked: no upstream tool owns this layout; it is this project's own, chosen to match
+/work/shared/reference/al_curves.csv (columns source, model_target, drafter, mechanism, dataset,
+D, AL, temperature), so that file and its subsets load as they are. Columns (case and spacing
+ignored): D (or draft_len, k, num_speculative_tokens), AL (or acceptance_length, accept_length,
+acc_length), optional mechanism, dataset (or category), model (or model_target), temperature,
+drafter, source, draft_style, max_supported_draft_len. Other columns are ignored.
+One curve per (mechanism, dataset, model, temperature, drafter).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import pairwise
+
+import numpy as np
+
+from explorer.measured._common import (
+    Collector,
+    Table,
+    build_curve,
+    find_column,
+    finish,
+    join_nonempty,
+    normalize_mechanism,
+    parse_draft_style,
+    parse_numbers,
+    parse_temperature,
+    read_csv,
+    unknown_mechanism_message,
+)
+from explorer.measured.types import AcceptanceCurve, DraftStyle, Mechanism, ParseResult, Provenance
+
+FORMAT = "al_curve_csv"
+
+D_ALIASES = ("d", "draft_len", "draft_length", "k", "num_speculative_tokens", "num_spec_tokens")
+AL_ALIASES = (
+    "al",
+    "acceptance_length",
+    "accept_length",
+    "acc_length",
+    "mean_accept_length",
+    "mean_acceptance_length",
+)
+MECHANISM_ALIASES = ("mechanism", "method", "algorithm", "speculative_algorithm")
+DATASET_ALIASES = ("dataset", "category", "task", "benchmark")
+MODEL_ALIASES = ("model", "model_target", "target_model", "target")
+DRAFTER_ALIASES = ("drafter", "draft_model", "speculator")
+SOURCE_ALIASES = ("source", "reference", "citation")
+TEMPERATURE_ALIASES = ("temperature", "temp")
+STYLE_ALIASES = ("draft_style",)
+MAX_K_ALIASES = ("max_supported_draft_len", "max_supported_k")
+
+
+def missing_columns_message(what: str, aliases: tuple[str, ...], tab: Table) -> str:
+    return (
+        f"no {what} column: expected one of {', '.join(aliases)}; "
+        f"the header has {', '.join(tab.headers)}"
+    )
+
+
+def parse_text(name: str, text: str) -> ParseResult:
+    col = Collector()
+    tab = read_csv(text, col)
+    if tab is None:
+        return finish(FORMAT, "", col)
+    h = tab.headers
+    d_col, al_col = find_column(h, D_ALIASES), find_column(h, AL_ALIASES)
+    if d_col is None:
+        col.error(missing_columns_message("draft length", D_ALIASES, tab))
+    if al_col is None:
+        col.error(missing_columns_message("acceptance length", AL_ALIASES, tab))
+    if d_col is None or al_col is None:
+        return finish(FORMAT, "", col)
+
+    d = parse_numbers(tab, d_col, col, integer=True, minimum=1, what="draft length D")
+    al = parse_numbers(tab, al_col, col, what="acceptance length AL")
+    mech_col = find_column(h, MECHANISM_ALIASES)
+    style_col = find_column(h, STYLE_ALIASES)
+    max_col = find_column(h, MAX_K_ALIASES)
+    max_k = (
+        parse_numbers(tab, max_col, col, integer=True, minimum=1, required=False,
+                      what="max supported draft length")
+        if max_col is not None
+        else None
+    )
+    mech_raw = tab.text(mech_col)
+    datasets = tab.text(find_column(h, DATASET_ALIASES))
+    models = tab.text(find_column(h, MODEL_ALIASES))
+    drafters = tab.text(find_column(h, DRAFTER_ALIASES))
+    sources = tab.text(find_column(h, SOURCE_ALIASES))
+    temp_col = find_column(h, TEMPERATURE_ALIASES)
+    temps_raw = tab.text(temp_col)
+    styles_raw = tab.text(style_col)
+
+    mechs: list[Mechanism | None] = []
+    inferred: list[DraftStyle | None] = []
+    for i, raw in enumerate(mech_raw):
+        mech, style, known = normalize_mechanism(raw)
+        if not known:
+            col.error(unknown_mechanism_message(raw), int(tab.rows[i]), mech_col)
+        mechs.append(mech)
+        inferred.append(style)
+
+    groups: dict[tuple[str, str, str, str, str], list[int]] = defaultdict(list)
+    for i in range(len(tab.df)):
+        key = (mechs[i] or mech_raw[i], datasets[i], models[i], temps_raw[i], drafters[i])
+        groups[key].append(i)
+
+    curves: list[AcceptanceCurve] = []
+    for key, idx in groups.items():
+        mech_name, dataset, model, temp_raw, drafter = key
+        first = idx[0]
+        row0 = int(tab.rows[first])
+        temperature = parse_temperature(temp_raw, col, row0, temp_col)
+        label = join_nonempty(
+            [mech_name or "mechanism ?", dataset, model, drafter,
+             f"T={temperature:g}" if temperature is not None else None]
+        )
+        usable = [i for i in idx if d.valid[i] and al.valid[i]]
+        usable.sort(key=lambda i: (d.values[i], tab.rows[i]))
+        dup = False
+        for a, b in pairwise(usable):
+            if d.values[a] == d.values[b]:
+                col.error(
+                    f"{label}: D={int(d.values[a])} appears twice (rows {tab.rows[a]} and "
+                    f"{tab.rows[b]}); add a model/drafter/dataset column to tell them apart",
+                    int(tab.rows[b]),
+                    d_col,
+                )
+                dup = True
+        if dup or not usable or len(usable) != len(idx):
+            continue
+        style = inferred[first]
+        if style_col is not None:
+            given = next((styles_raw[i] for i in idx if styles_raw[i]), "")
+            parsed, known_style = parse_draft_style(given)
+            if not known_style:
+                col.error(
+                    f"draft_style '{given}' is not chain, block or tree", row0, style_col
+                )
+            elif given:
+                style = parsed
+        src = sorted({sources[i] for i in idx if sources[i]})
+        max_supported = None
+        if max_k is not None:
+            vals = [int(max_k.values[i]) for i in idx if max_k.valid[i]]
+            max_supported = max(vals) if vals else None
+        prov = Provenance(
+            file=name,
+            source="; ".join(src) or None,
+            model=model or None,
+            dataset=dataset or None,
+            temperature=temperature,
+            format=FORMAT,
+        )
+        curve = build_curve(
+            col,
+            label=label,
+            mechanism=mechs[first],
+            draft_style=style,
+            draft_lens=[int(d.values[i]) for i in usable],
+            als=[float(al.values[i]) for i in usable],
+            provenance=prov,
+            max_supported=max_supported,
+            rows=[int(tab.rows[i]) for i in usable],
+            fields=[al_col] * len(usable),
+        )
+        if curve is not None:
+            curves.append(curve)
+
+    summary = ""
+    if curves:
+        dl = np.concatenate([np.asarray(c.draft_lens) for c in curves])
+        mech_names = sorted({c.mechanism or "unknown" for c in curves})
+        summary = (
+            f"{len(curves)} AL curve{'s' if len(curves) != 1 else ''} "
+            f"({', '.join(mech_names)}), D {int(dl.min())}-{int(dl.max())}, from {name}"
+        )
+    return finish(FORMAT, summary, col, curves=curves)

@@ -1,0 +1,168 @@
+"""SGLang ``bench_speculative.py`` output (JSON lines, one record per configuration).
+
+Source checked: sgl-project/sglang scripts/playground/bench_speculative.py @01d2a3d0d57b and
+@96fd6bf0cbbf (the script lives under scripts/playground/, not python/sglang/). Each run
+appends ``{"batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time",
+"speed", "completion_tokens"}``: steps = --speculative-num-steps, topk =
+--speculative-eagle-topk, num_draft_tokens = --speculative-num-draft-tokens (tokens verified
+per sequence), acc_length = accept length incl. bonus (1.0 without speculation), step_time =
+20th percentile of the server's step_time_dict in SECONDS (the script prints it x1000 as ms),
+speed = acc_length / step_time. steps = topk = num_draft_tokens = 0 is the no-speculation run.
+
+Curves: AL by steps, one per (batch_size, topk) for chains (topk = 1) and per (batch_size,
+topk, num_draft_tokens) for trees. Step table: every record (draft_len = steps, verify_tokens =
+num_draft_tokens, or 1 without speculation).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from explorer.measured._common import (
+    Collector,
+    TimeColumn,
+    build_curve,
+    check_time_units,
+    finish,
+    json_int,
+    json_number,
+)
+from explorer.measured.schemas import SglangBenchSpeculativeRecord
+from explorer.measured.types import AcceptanceCurve, ParseResult, Provenance, StepTimingTable
+
+FORMAT = "sglang_bench_speculative"
+REQUIRED = ("batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time")
+KNOWN = set(SglangBenchSpeculativeRecord.model_fields)
+
+
+def looks_like(text: str) -> bool:
+    for line in text.splitlines()[:50]:
+        s = line.strip()
+        if s:
+            return s.startswith("{") and '"acc_length"' in s and '"steps"' in s
+    return False
+
+
+def parse_text(name: str, text: str) -> ParseResult:
+    col = Collector()
+    recs: list[tuple[int, int, int, int, int, float, float]] = []  # line, bs, steps, topk, ndt...
+    unknown_keys: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s:
+            continue
+        try:
+            obj = json.loads(s)
+        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+            col.error(f"line is not a JSON object: {str(exc)[:120]}", lineno)
+            continue
+        if not isinstance(obj, dict):
+            col.error(f"line is a JSON {type(obj).__name__}, expected an object", lineno)
+            continue
+        for key in obj:
+            if key not in KNOWN and key not in unknown_keys:
+                unknown_keys[key] = lineno
+        missing = [k for k in REQUIRED if k not in obj]
+        for k in missing:
+            col.error(f"missing key '{k}'", lineno, k)
+        if missing:
+            continue
+        ints: dict[str, int] = {}
+        ok = True
+        for key, minimum in (("batch_size", 1), ("steps", 0), ("topk", 0),
+                             ("num_draft_tokens", 0)):
+            v = json_int(obj[key])
+            if v is None or v < minimum:
+                col.error(f"{key} must be a whole number >= {minimum}, got {obj[key]!r}",
+                          lineno, key)
+                ok = False
+            else:
+                ints[key] = v
+        acc = json_number(obj["acc_length"])
+        if acc is None or not math.isfinite(acc):
+            col.error(f"acc_length must be a finite number, got {obj['acc_length']!r}",
+                      lineno, "acc_length")
+            ok = False
+        t = json_number(obj["step_time"])
+        if t is None or not math.isfinite(t):
+            col.error(f"step_time must be a finite number, got {obj['step_time']!r}",
+                      lineno, "step_time")
+            ok = False
+        elif t <= 0:
+            col.error(f"step_time is {'negative' if t < 0 else 'zero'}: {t:g}", lineno,
+                      "step_time")
+            ok = False
+        if not ok or acc is None or t is None:
+            continue
+        steps = ints["steps"]
+        if acc < 1.0 or acc > 1.0 + steps + 1e-9:
+            col.error(
+                f"acc_length {acc:g} is outside [1, {1 + steps}] for steps = {steps} "
+                f"(1 <= AL <= 1 + D)", lineno, "acc_length",
+            )
+            continue
+        if steps > 0 and (ints["topk"] == 0 or ints["num_draft_tokens"] == 0):
+            col.error("steps > 0 needs topk >= 1 and num_draft_tokens >= 1", lineno, "topk")
+            continue
+        speed = json_number(obj.get("speed"))
+        if speed is not None and math.isfinite(speed) and speed > 0:
+            expected = acc / t
+            if abs(speed - expected) > 0.02 * expected:
+                col.warn(
+                    f"speed {speed:g} tokens/s disagrees with acc_length / step_time = "
+                    f"{expected:.4g}", lineno, "speed",
+                )
+        recs.append((lineno, ints["batch_size"], steps, ints["topk"],
+                     ints["num_draft_tokens"], acc, t))
+    for key, lineno in unknown_keys.items():
+        col.warn(f"unknown key '{key}' ignored", lineno, key)
+    if not recs and not col.has_errors:
+        col.error("no records: the file has no JSON lines")
+    if col.has_errors:
+        return finish(FORMAT, "", col)
+
+    times = np.asarray([r[6] for r in recs], dtype=np.float64)
+    check_time_units(times, TimeColumn("step_time", "step_time", "s", 1.0), "step", col,
+                     "step times")
+    prov = Provenance(file=name, source="sglang bench_speculative.py", format=FORMAT)
+    steps_table = StepTimingTable(
+        batch=tuple(r[1] for r in recs),
+        draft_len=tuple(r[2] for r in recs),
+        verify_tokens=tuple(r[4] if r[2] > 0 else 1 for r in recs),
+        step_time_s=tuple(r[6] for r in recs),
+        acceptance_length=tuple(r[5] for r in recs),
+        provenance=prov,
+    )
+
+    groups: dict[tuple[int, int, int], dict[int, tuple[float, int]]] = defaultdict(dict)
+    for lineno, bs, steps, topk, ndt, acc, _ in recs:
+        if steps == 0:
+            continue
+        key = (bs, topk, 0 if topk == 1 else ndt)
+        if steps in groups[key]:
+            col.warn(
+                f"batch_size={bs}, steps={steps}, topk={topk} measured again (line "
+                f"{groups[key][steps][1]} and {lineno}); the later line is used", lineno, "steps",
+            )
+        groups[key][steps] = (acc, lineno)
+    curves: list[AcceptanceCurve] = []
+    for (bs, topk, ndt), points in sorted(groups.items()):
+        ds = sorted(points)
+        label = f"SGLang bs={bs} topk={topk}" + (f" draft_tokens={ndt}" if topk != 1 else "")
+        curve = build_curve(
+            col, label=label, mechanism=None, draft_style="chain" if topk == 1 else None,
+            draft_lens=ds, als=[points[d][0] for d in ds], provenance=prov,
+            rows=[points[d][1] for d in ds], fields=["acc_length"] * len(ds),
+        )
+        if curve is not None:
+            curves.append(curve)
+    batches = sorted({r[1] for r in recs})
+    summary = (
+        f"SGLang bench_speculative: {len(recs)} configurations, batch {batches[0]}-"
+        f"{batches[-1]}, {len(curves)} AL curve{'s' if len(curves) != 1 else ''} from {name}"
+    )
+    return finish(FORMAT, summary, col, curves=curves, step_timings=steps_table)

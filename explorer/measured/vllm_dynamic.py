@@ -1,0 +1,133 @@
+"""vLLM dynamic speculative decoding config (dynamic_speculative_config.json).
+
+Source checked: vllm-project/vllm vllm/v1/spec_decode/dynamic/generate_config.py
+@116e76b5f78f (writes DynamicSpeculativeConfig(is_online, max_num_speculative_tokens,
+acceptance_rate_per_pos, batch_stats).model_dump() with json.dump) and
+vllm/v1/spec_decode/dynamic/manager.py @594dc0f84996 (reads it): batch_stats is
+{batch_size: {num_drafts: median ITL in ms}} from `vllm bench sweep serve` (num_drafts 0 =
+vanilla), acceptance_rate_per_pos is marginal (AL(k) = 1 + sum(rates[:k])), and vLLM asserts
+len(acceptance_rate_per_pos) == max_num_speculative_tokens, rates in [0, 1], batch size 1
+present, and draft 0 and 1 present for every batch size. This lives on vLLM's dynamic-SD
+development line; other revisions add num_speculative_tokens_per_batch_size and
+use_online_acceptance_rate, which are accepted and ignored.
+
+The median inter-token latency of a streamed speculative run is read as the step time (one
+chunk per verify step), which is how the manager uses it (goodput = AL / ITL).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from explorer.acceptance import al_from_marginal, conditional_from_marginal
+from explorer.measured._common import (
+    Collector,
+    TimeColumn,
+    build_curve,
+    check_rates,
+    check_time_units,
+    finish,
+    int_key,
+    load_json,
+    warn_if_marginals_increase,
+)
+from explorer.measured.schemas import VllmDynamicSdConfigFile, validate_json_object
+from explorer.measured.types import AcceptanceCurve, ParseResult, Provenance, StepTimingTable
+
+FORMAT = "vllm_dynamic_sd_config"
+
+
+def parse_text(name: str, text: str) -> ParseResult:
+    col = Collector()
+    obj = load_json(text, col)
+    if obj is None:
+        return finish(FORMAT, "", col)
+    cfg = validate_json_object(VllmDynamicSdConfigFile, obj, col, "dynamic SD config")
+    if cfg is None:
+        return finish(FORMAT, "", col)
+    rates = cfg.acceptance_rate_per_pos
+    k = cfg.max_num_speculative_tokens
+    if not rates:
+        col.error("acceptance_rate_per_pos is empty", field="acceptance_rate_per_pos")
+    elif len(rates) != k:
+        col.error(
+            f"acceptance_rate_per_pos has {len(rates)} entries but max_num_speculative_tokens "
+            f"is {k} (vLLM requires them equal)",
+            field="acceptance_rate_per_pos",
+        )
+    check_rates(col, rates, field="acceptance_rate_per_pos", what="acceptance rate")
+
+    batch: list[int] = []
+    drafts: list[int] = []
+    times_ms: list[float] = []
+    for bs_key, per_k in cfg.batch_stats.items():
+        bs = int_key(bs_key)
+        if bs is None or bs < 1:
+            col.error(f"batch size key '{bs_key}' is not a whole number >= 1",
+                      field=f"batch_stats.{bs_key}")
+            continue
+        keys = []
+        for k_key, itl in per_k.items():
+            kk = int_key(k_key)
+            where = f"batch_stats.{bs_key}.{k_key}"
+            if kk is None or kk < 0:
+                col.error(f"draft count key '{k_key}' is not a whole number >= 0", field=where)
+                continue
+            if not math.isfinite(itl):
+                col.error(f"latency must be a finite number of ms, got {itl}", field=where)
+                continue
+            if itl <= 0:
+                col.error(f"latency is {'negative' if itl < 0 else 'zero'}: {itl:g} ms",
+                          field=where)
+                continue
+            if kk > k:
+                col.warn(f"k = {kk} exceeds max_num_speculative_tokens = {k}", field=where)
+            keys.append(kk)
+            batch.append(bs)
+            drafts.append(kk)
+            times_ms.append(float(itl))
+        for required in (0, 1):
+            if required not in keys:
+                col.warn(
+                    f"batch size {bs} has no k = {required} latency (vLLM's manager requires "
+                    f"k = 0 and k = 1 for every batch size)",
+                    field=f"batch_stats.{bs_key}",
+                )
+        if keys != sorted(keys):
+            col.warn(f"batch size {bs}: draft keys are not sorted (vLLM requires sorted keys)",
+                     field=f"batch_stats.{bs_key}")
+    if cfg.batch_stats and 1 not in {int_key(b) for b in cfg.batch_stats}:
+        col.warn("no batch size 1 in batch_stats (vLLM's manager requires it)",
+                 field="batch_stats")
+    if not times_ms and not col.has_errors:
+        col.error("batch_stats holds no latencies", field="batch_stats")
+    if col.has_errors:
+        return finish(FORMAT, "", col)
+
+    warn_if_marginals_increase(col, rates, label="config", field="acceptance_rate_per_pos")
+    prov = Provenance(file=name, source="vLLM dynamic speculative decoding config",
+                      format=FORMAT)
+    m = np.asarray(rates, dtype=np.float64)
+    curves: list[AcceptanceCurve] = []
+    curve = build_curve(
+        col, label="vLLM dynamic-SD acceptance", mechanism=None, draft_style=None,
+        draft_lens=list(range(1, k + 1)), als=[float(a) for a in al_from_marginal(m)],
+        provenance=prov, conditional=[float(x) for x in conditional_from_marginal(m)],
+        max_supported=k, fields=[f"acceptance_rate_per_pos[{i}]" for i in range(k)],
+    )
+    if curve is not None:
+        curves.append(curve)
+    seconds = np.asarray(times_ms, dtype=np.float64) / 1e3
+    check_time_units(seconds, TimeColumn("batch_stats", "batch_stats", "ms", 1e3), "step", col,
+                     "median inter-token latencies")
+    table = StepTimingTable(
+        batch=tuple(batch), draft_len=tuple(drafts), step_time_s=tuple(float(s) for s in seconds),
+        provenance=prov,
+    )
+    summary = (
+        f"vLLM dynamic-SD config: K={k}, AL(K) {float(al_from_marginal(m)[-1]):.3f}, "
+        f"{len(times_ms)} step latencies over batch {min(batch)}-{max(batch)} from {name}"
+    )
+    return finish(FORMAT, summary, col, curves=curves, step_timings=table)

@@ -1,0 +1,126 @@
+"""AppTest: the controls change the numbers they should; URL → widgets; bad URLs warn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from explorer import Scenario, evaluate
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+def run_app(**params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def speedup_of(**kw: object) -> str:
+    ev = evaluate(Scenario(**kw))  # type: ignore[arg-type]
+    assert ev.speedup is not None
+    return f"{ev.speedup:.2f}×"
+
+
+def test_default_page_shows_the_evaluated_default_scenario():
+    at = run_app()
+    assert metric(at, "Speedup") == speedup_of()
+    assert any("Recommendation" in s.value for s in at.success)
+    texts = " ".join(m.value for m in at.markdown)
+    for i in range(1, 6):
+        assert f"**{i}." in texts
+    assert len(at.get("plotly_chart")) >= 3
+
+
+def test_draft_len_slider_changes_speedup_and_al():
+    at = run_app()
+    before = (metric(at, "Speedup"), metric(at, "Acceptance length"))
+    at.slider(key="d").set_value(7).run()
+    after = (metric(at, "Speedup"), metric(at, "Acceptance length"))
+    assert after != before
+    assert after[0] == speedup_of(draft_len=7)
+
+
+def test_batch_changes_throughput_per_gpu():
+    at = run_app()
+    at.select_slider(key="b").set_value(4).run()
+    ev = evaluate(Scenario(batch=4))
+    assert metric(at, "Tokens/s per GPU") == f"{ev.tokens_per_s_per_gpu:,.0f}"
+
+
+@pytest.mark.parametrize(("key", "widget", "value", "field"), [
+    ("hw", "selectbox", "b200", {"hardware": "b200"}),
+    ("mech", "selectbox", "mtp", {"mechanism": "mtp"}),
+    ("tp", "selectbox", 4, {"tp": 4}),
+    ("s", "select_slider", 32768, {"context": 32768}),
+    ("L", "select_slider", 40, {"layers": 40}),
+    ("rho", "select_slider", 0.1, {"rho": 0.1}),
+])
+def test_each_control_drives_the_scenario(key, widget, value, field):
+    at = run_app()
+    getattr(at, widget)(key=key).set_value(value).run()
+    assert not at.exception
+    assert metric(at, "Speedup") == speedup_of(**field)
+
+
+def test_group_override_is_shown_and_reset():
+    at = run_app()
+    at.select_slider(key="g").set_value(32).run()
+    assert any("Override of the preset: G" in i.value for i in at.info)
+    assert metric(at, "Speedup") == speedup_of(group=32)
+    at.button(key="reset_overrides").click().run()
+    assert at.select_slider(key="g").value == 0
+    assert metric(at, "Speedup") == speedup_of()
+
+
+def test_alpha_source_uses_iid_al():
+    at = run_app()
+    at.radio(key="acc").set_value("alpha").run()
+    at.slider(key="a").set_value(0.5).run()
+    assert metric(at, "Acceptance length") == f"{(1 - 0.5**4) / 0.5:.2f}"
+
+
+def test_url_parameters_set_the_widgets():
+    at = run_app(b="8", d="7", m="llama-3.1-8b", tp="1", hw="h100", v="1")
+    assert at.slider(key="d").value == 7
+    assert at.select_slider(key="b").value == 8
+    assert at.selectbox(key="m").value == "llama-3.1-8b"
+    assert metric(at, "Speedup") == speedup_of(batch=8, draft_len=7, model="llama-3.1-8b", tp=1,
+                                               hardware="h100")
+
+
+def test_malformed_url_parameters_warn_and_fall_back():
+    at = run_app(d="abc", b="5", hw="h900", zzz="1", rho="9", v="7")
+    warnings = " ".join(w.value for w in at.warning)
+    for needle in ("'d=abc'", "'b=5'", "'hw=h900'", "'rho=9'", "zzz", "link version"):
+        assert needle in warnings, needle
+    assert at.slider(key="d").value == 3
+    assert metric(at, "Speedup") == speedup_of()
+
+
+def test_hostile_url_values_are_text_not_markup():
+    at = run_app(hw="<script>alert(1)</script>", d="9" * 5000)
+    warnings = " ".join(w.value for w in at.warning)
+    assert "too long" in warnings and "unknown preset" in warnings
+    assert metric(at, "Speedup") == speedup_of()
+
+
+def test_figures_carry_titles_and_axis_units():
+    at = run_app()
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    titles = [s["layout"]["title"]["text"] for s in specs if "title" in s["layout"]]
+    assert any("Speedup over (B, D)" in t for t in titles)
+    for s in specs:
+        layout = s["layout"]
+        if "xaxis" in layout:
+            assert layout["xaxis"].get("title", {}).get("text"), layout.get("title")

@@ -1,0 +1,87 @@
+"""In a real browser (system Chromium): sliders move the URL and the answer; links reproduce."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def settle(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_timeout(400)
+    page.wait_for_selector(IDLE, state="attached", timeout=60_000)
+    page.wait_for_timeout(300)
+
+
+def metric_text(page, label: str) -> str:  # type: ignore[no-untyped-def]
+    box = page.get_by_test_id("stMetric").filter(has_text=label).first
+    return str(box.get_by_test_id("stMetricValue").inner_text())
+
+
+def recommendation(page) -> str:  # type: ignore[no-untyped-def]
+    alert = page.locator("[data-testid='stAlert']").filter(has_text="Recommendation:").first
+    return str(alert.inner_text())
+
+
+def test_sliders_url_recommendation_and_shared_link(chromium, app_url: str, artifacts: Path):
+    ctx = chromium.new_context(viewport={"width": 1400, "height": 3000})
+    page = ctx.new_page()
+    page.goto(app_url)
+    settle(page)
+    speedup0 = metric_text(page, "Speedup")
+    rec0 = recommendation(page)
+
+    d = page.get_by_role("slider", name="Draft length D")
+    d.focus()
+    for _ in range(4):
+        page.keyboard.press("ArrowRight")
+        settle(page)
+    assert re.search(r"[?&]d=7", page.url), page.url
+    speedup1 = metric_text(page, "Speedup")
+    assert speedup1 != speedup0
+
+    b = page.get_by_role("slider", name="Batch B (sequences, log scale)")
+    b.focus()
+    for _ in range(6):
+        page.keyboard.press("ArrowLeft")
+        settle(page)
+    assert re.search(r"[?&]b=4(&|$)", page.url), page.url
+    rec1 = recommendation(page)
+    assert rec1 != rec0, "the recommendation follows B"
+    page.screenshot(path=str(artifacts / "explorer_full.png"), full_page=True)
+
+    shared = page.url
+    assert len(shared) < 2048
+    other_ctx = chromium.new_context(viewport={"width": 1400, "height": 3000})
+    other = other_ctx.new_page()
+    other.goto(shared)
+    settle(other)
+    assert metric_text(other, "Speedup") == metric_text(page, "Speedup")
+    assert metric_text(other, "Tokens/s per GPU") == metric_text(page, "Tokens/s per GPU")
+    assert recommendation(other) == rec1
+    assert other.get_by_role("slider", name="Draft length D").input_value() == "7"
+
+    for tab in ("Tile steps", "GEMM efficiency", "AL vs D", "Pareto & SLO",
+                "Where the time goes", "Mechanisms"):
+        other.get_by_role("tab", name=tab).click()
+        other.wait_for_timeout(500)
+        slug = tab.lower().replace(" ", "_").replace("&", "and")
+        other.screenshot(path=str(artifacts / f"tab_{slug}.png"), full_page=True)
+        assert other.locator("[data-testid='stException']").count() == 0
+    ctx.close()
+    other_ctx.close()
+
+
+def test_bad_link_warns_in_the_page(chromium, app_url: str):
+    page = chromium.new_page()
+    page.goto(app_url + "/?d=99&hw=nope&v=1")
+    settle(page)
+    body = page.locator("body").inner_text()
+    assert "URL parameter 'd=99'" in body and "URL parameter 'hw=nope'" in body
+    assert metric_text(page, "Speedup").endswith("×")
+    page.close()
