@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pytest
@@ -102,12 +103,14 @@ def test_specdec_profile_block_uses_accept_length_by_k() -> None:
     assert main.acceptance_lengths == (2.7, 3.9)
     assert main.max_supported_draft_len == 7
     assert (math_c.provenance.dataset, math_c.draft_lens, math_c.acceptance_lengths) == (
-        "math", (3,), (2.9,)
+        "math",
+        (3,),
+        (2.9,),
     )
     assert chat.acceptance_lengths == (2.2,)
 
 
-def metrics_text(per_engine: list[dict[str, float]], model: str = "m") -> str:
+def metrics_text(per_engine: Sequence[Mapping[str, float]], model: str = "m") -> str:
     lines = []
     for engine, counts in enumerate(per_engine):
         labels = f'engine="{engine}",model_name="{model}"'
@@ -123,8 +126,14 @@ def metrics_text(per_engine: list[dict[str, float]], model: str = "m") -> str:
 
 
 def test_vllm_counters_to_al_and_rates() -> None:
-    counts = {"num_drafts": 200, "num_draft_tokens": 600, "num_accepted_tokens": 340,
-              "pos0": 160, "pos1": 120, "pos2": 60}
+    counts = {
+        "num_drafts": 200,
+        "num_draft_tokens": 600,
+        "num_accepted_tokens": 340,
+        "pos0": 160,
+        "pos1": 120,
+        "pos2": 60,
+    }
     c = only_curve("metrics.txt", metrics_text([counts]))
     assert c.draft_lens == (1, 2, 3)  # num_draft_tokens / num_drafts = 3
     assert c.acceptance_lengths[-1] == pytest.approx(1 + 340 / 200, abs=1e-12)
@@ -137,8 +146,14 @@ def test_vllm_counters_to_al_and_rates() -> None:
 
 
 def test_vllm_counters_without_total_suffix_and_two_models() -> None:
-    counts = {"num_drafts": 200, "num_draft_tokens": 600, "num_accepted_tokens": 340,
-              "pos0": 160, "pos1": 120, "pos2": 60}
+    counts = {
+        "num_drafts": 200,
+        "num_draft_tokens": 600,
+        "num_accepted_tokens": 340,
+        "pos0": 160,
+        "pos1": 120,
+        "pos2": 60,
+    }
     text = metrics_text([counts], "a").replace("_total{", "{") + metrics_text([counts], "b")
     r = parse_bytes("metrics.txt", text.encode())
     assert r.ok

@@ -14,32 +14,124 @@ from hypothesis import strategies as st
 from explorer.measured import ParseResult, parse_bytes
 
 NAMES = [
-    "upload", "a.csv", "data.json", "bench.jsonl", "metrics.txt", "speed_bench_report_D3.csv",
-    "speculation_profile.json", "dynamic_speculative_config.json",
+    "upload",
+    "a.csv",
+    "data.json",
+    "bench.jsonl",
+    "metrics.txt",
+    "speed_bench_report_D3.csv",
+    "speculation_profile.json",
+    "dynamic_speculative_config.json",
 ]
 HEADERS = [
-    "D", "AL", "draft_len", "acceptance_length", "mechanism", "dataset", "model", "temperature",
-    "drafter", "source", "position", "rate", "kind", "conditional", "marginal", "batch",
-    "step_time", "step_time_ms", "step_time_s", "verify_tokens", "time", "time_us", "time_ms",
-    "latency_ms", "m", "n", "k", "dtype", "context", "q_heads", "kv_heads", "head_dim", "q_len",
-    "Model", "Overall", "coding", "math", "draft_style", "max_supported_draft_len", "",
+    "D",
+    "AL",
+    "draft_len",
+    "acceptance_length",
+    "mechanism",
+    "dataset",
+    "model",
+    "temperature",
+    "drafter",
+    "source",
+    "position",
+    "rate",
+    "kind",
+    "conditional",
+    "marginal",
+    "batch",
+    "step_time",
+    "step_time_ms",
+    "step_time_s",
+    "verify_tokens",
+    "time",
+    "time_us",
+    "time_ms",
+    "latency_ms",
+    "m",
+    "n",
+    "k",
+    "dtype",
+    "context",
+    "q_heads",
+    "kv_heads",
+    "head_dim",
+    "q_len",
+    "Model",
+    "Overall",
+    "coding",
+    "math",
+    "draft_style",
+    "max_supported_draft_len",
+    "",
 ]
 CELLS = [
-    "", "0", "1", "2", "3", "7", "-1", "1.5", "2.7", "9.9", "0.5", "1e3", "nan", "inf", "-inf",
-    "abc", "eagle3", "mtp", "dflash", "dspark", "ngram", "medusa", "gemm", "attention",
-    "conditional", "marginal", "chain", "block", "bf16", '"', "µs", "1,5", " 3 ",
+    "",
+    "0",
+    "1",
+    "2",
+    "3",
+    "7",
+    "-1",
+    "1.5",
+    "2.7",
+    "9.9",
+    "0.5",
+    "1e3",
+    "nan",
+    "inf",
+    "-inf",
+    "abc",
+    "eagle3",
+    "mtp",
+    "dflash",
+    "dspark",
+    "ngram",
+    "medusa",
+    "gemm",
+    "attention",
+    "conditional",
+    "marginal",
+    "chain",
+    "block",
+    "bf16",
+    '"',
+    "µs",
+    "1,5",
+    " 3 ",
 ]
 JSON_KEYS = [
-    "schema_version", "measured", "method", "num_speculative_tokens", "max_supported_k",
-    "conditional_accept_rates", "marginal_accept_rates", "mean_accept_length",
-    "accept_length_model", "accept_length_by_k", "per_category", "measurement_conditions",
-    "max_num_speculative_tokens", "acceptance_rate_per_pos", "batch_stats", "batch_size",
-    "steps", "topk", "num_draft_tokens", "acc_length", "step_time", "speed", "target_model",
+    "schema_version",
+    "measured",
+    "method",
+    "num_speculative_tokens",
+    "max_supported_k",
+    "conditional_accept_rates",
+    "marginal_accept_rates",
+    "mean_accept_length",
+    "accept_length_model",
+    "accept_length_by_k",
+    "per_category",
+    "measurement_conditions",
+    "max_num_speculative_tokens",
+    "acceptance_rate_per_pos",
+    "batch_stats",
+    "batch_size",
+    "steps",
+    "topk",
+    "num_draft_tokens",
+    "acc_length",
+    "step_time",
+    "speed",
+    "target_model",
 ]
 METRICS = [
-    "vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total",
-    "vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_accepted_tokens",
-    "vllm:spec_decode_num_accepted_tokens_per_pos_total", "vllm:spec_decode_num_drafts_created",
+    "vllm:spec_decode_num_drafts_total",
+    "vllm:spec_decode_num_draft_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens",
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+    "vllm:spec_decode_num_drafts_created",
     "vllm:num_requests_running",
 ]
 
@@ -50,15 +142,19 @@ cell = st.one_of(
     st.text(max_size=6),
 )
 json_leaf = st.one_of(
-    st.none(), st.booleans(), st.integers(-3, 300), st.text(max_size=6),
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 300),
+    st.text(max_size=6),
     st.floats(allow_nan=False, allow_infinity=False, min_value=-2, max_value=12),
 )
 json_value = st.recursive(
     json_leaf,
     lambda inner: st.one_of(
         st.lists(inner, max_size=6),
-        st.dictionaries(st.sampled_from(["0", "1", "3", "7", "x", "coding", "id"]), inner,
-                        max_size=4),
+        st.dictionaries(
+            st.sampled_from(["0", "1", "3", "7", "x", "coding", "id"]), inner, max_size=4
+        ),
     ),
     max_leaves=12,
 )
@@ -114,12 +210,17 @@ def test_random_csv(name: str, header: list[str], rows: list[list[str]]) -> None
 @FUZZ
 @given(
     st.sampled_from(NAMES),
-    st.lists(st.sampled_from(["D", "AL", "mechanism", "dataset"]), min_size=2, max_size=4,
-             unique=True),
     st.lists(
-        st.tuples(st.sampled_from(["eagle3", "mtp", "dflash", "", "ngram"]),
-                  st.integers(0, 9), st.floats(0.0, 12.0)),
-        min_size=1, max_size=15,
+        st.sampled_from(["D", "AL", "mechanism", "dataset"]), min_size=2, max_size=4, unique=True
+    ),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["eagle3", "mtp", "dflash", "", "ngram"]),
+            st.integers(0, 9),
+            st.floats(0.0, 12.0),
+        ),
+        min_size=1,
+        max_size=15,
     ),
 )
 def test_random_al_tables(name: str, header: list[str], rows: list[tuple[str, int, float]]) -> None:
@@ -134,8 +235,7 @@ def test_random_al_tables(name: str, header: list[str], rows: list[tuple[str, in
 
 
 @FUZZ
-@given(st.sampled_from(NAMES), st.dictionaries(st.sampled_from(JSON_KEYS), json_value,
-                                               max_size=10))
+@given(st.sampled_from(NAMES), st.dictionaries(st.sampled_from(JSON_KEYS), json_value, max_size=10))
 def test_random_json(name: str, obj: dict[str, object]) -> None:
     check_invariants(parse_bytes(name, json.dumps(obj).encode()))
     check_invariants(parse_bytes(name, (json.dumps(obj) + "\n" + json.dumps(obj)).encode()))
@@ -146,10 +246,20 @@ def test_random_json(name: str, obj: dict[str, object]) -> None:
     st.lists(
         st.tuples(
             st.sampled_from(METRICS),
-            st.sampled_from(['', 'model_name="a"', 'model_name="a",position="0"',
-                             'model_name="a",position="1"', 'position="x"', 'engine="1"']),
-            st.one_of(st.sampled_from(["0", "1", "-1", "NaN", "+Inf", "1e309", "abc"]),
-                      st.floats(0, 1e6).map(repr)),
+            st.sampled_from(
+                [
+                    "",
+                    'model_name="a"',
+                    'model_name="a",position="0"',
+                    'model_name="a",position="1"',
+                    'position="x"',
+                    'engine="1"',
+                ]
+            ),
+            st.one_of(
+                st.sampled_from(["0", "1", "-1", "NaN", "+Inf", "1e309", "abc"]),
+                st.floats(0, 1e6).map(repr),
+            ),
         ),
         max_size=12,
     )
@@ -197,13 +307,18 @@ small_float = st.floats(-1.0, 20.0)
 
 
 @FUZZ
-@given(st.lists(rate, min_size=1, max_size=8), st.sampled_from(["conditional", "marginal"]),
-       st.sampled_from(["eagle3", "dflash", "", "mtp"]), st.one_of(st.none(), small_float))
+@given(
+    st.lists(rate, min_size=1, max_size=8),
+    st.sampled_from(["conditional", "marginal"]),
+    st.sampled_from(["eagle3", "dflash", "", "mtp"]),
+    st.one_of(st.none(), small_float),
+)
 def test_near_valid_position_csv(
     rates: list[float], kind: str, mech: str, al: float | None
 ) -> None:
-    rows = [f"{mech},{i + 1},{r!r},{kind},{'' if al is None else repr(al)}"
-            for i, r in enumerate(rates)]
+    rows = [
+        f"{mech},{i + 1},{r!r},{kind},{'' if al is None else repr(al)}" for i, r in enumerate(rates)
+    ]
     text = "mechanism,position,rate,kind,AL\n" + "\n".join(rows) + "\n"
     check_invariants(parse_bytes("pos.csv", text.encode()))
 
@@ -217,39 +332,74 @@ def test_near_valid_position_csv(
     st.sampled_from(["chain_analytic", "measured_per_k", "other", None]),
     st.one_of(st.none(), st.integers(-1, 8)),
     st.dictionaries(st.sampled_from(["1", "3", "7", "0", "x"]), small_float, max_size=3),
-    st.dictionaries(st.sampled_from(["math", "code"]),
-                    st.one_of(small_float, st.fixed_dictionaries({"mean_accept_length": small_float})),
-                    max_size=2),
+    st.dictionaries(
+        st.sampled_from(["math", "code"]),
+        st.one_of(small_float, st.fixed_dictionaries({"mean_accept_length": small_float})),
+        max_size=2,
+    ),
 )
 def test_near_valid_specdec_profile(
-    cond: list[float] | None, marg: list[float] | None, mean: float | None, method: str | None,
-    model: str | None, k: int | None, by_k: dict[str, float], per_cat: dict[str, object],
+    cond: list[float] | None,
+    marg: list[float] | None,
+    mean: float | None,
+    method: str | None,
+    model: str | None,
+    k: int | None,
+    by_k: dict[str, float],
+    per_cat: dict[str, object],
 ) -> None:
-    obj = {"schema_version": "1.0", "measured": True, "method": method,
-           "conditional_accept_rates": cond, "marginal_accept_rates": marg,
-           "mean_accept_length": mean, "accept_length_model": model,
-           "num_speculative_tokens": k, "max_supported_k": k, "accept_length_by_k": by_k,
-           "per_category": per_cat}
+    obj = {
+        "schema_version": "1.0",
+        "measured": True,
+        "method": method,
+        "conditional_accept_rates": cond,
+        "marginal_accept_rates": marg,
+        "mean_accept_length": mean,
+        "accept_length_model": model,
+        "num_speculative_tokens": k,
+        "max_supported_k": k,
+        "accept_length_by_k": by_k,
+        "per_category": per_cat,
+    }
     check_invariants(parse_bytes("speculation_profile.json", json.dumps(obj).encode()))
 
 
 @FUZZ
-@given(st.integers(0, 1000), st.integers(0, 5000), st.integers(0, 5000),
-       st.lists(st.integers(0, 1200), max_size=6))
+@given(
+    st.integers(0, 1000),
+    st.integers(0, 5000),
+    st.integers(0, 5000),
+    st.lists(st.integers(0, 1200), max_size=6),
+)
 def test_near_valid_vllm_metrics(drafts: int, tokens: int, accepted: int, per: list[int]) -> None:
     lab = 'engine="0",model_name="m"'
-    lines = [f"vllm:spec_decode_num_drafts_total{{{lab}}} {drafts}",
-             f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} {tokens}",
-             f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {accepted}"]
-    lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="{p}"}} {v}'
-              for p, v in enumerate(per)]
+    lines = [
+        f"vllm:spec_decode_num_drafts_total{{{lab}}} {drafts}",
+        f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} {tokens}",
+        f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {accepted}",
+    ]
+    lines += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="{p}"}} {v}'
+        for p, v in enumerate(per)
+    ]
     check_invariants(parse_bytes("metrics.txt", "\n".join(lines).encode()))
 
 
 @FUZZ
-@given(st.lists(st.tuples(st.integers(0, 64), st.integers(0, 8), st.integers(0, 4),
-                          st.integers(0, 16), small_float, st.floats(-0.01, 2.0)),
-                min_size=1, max_size=10))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 64),
+            st.integers(0, 8),
+            st.integers(0, 4),
+            st.integers(0, 16),
+            small_float,
+            st.floats(-0.01, 2.0),
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
 def test_near_valid_sglang(records: list[tuple[int, int, int, int, float, float]]) -> None:
     keys = ("batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time")
     text = "\n".join(json.dumps(dict(zip(keys, r, strict=True))) for r in records)
@@ -257,9 +407,19 @@ def test_near_valid_sglang(records: list[tuple[int, int, int, int, float, float]
 
 
 @FUZZ
-@given(st.lists(st.tuples(st.integers(0, 64), st.integers(-1, 8), st.floats(-1.0, 3000.0),
-                          st.one_of(st.none(), small_float)), min_size=1, max_size=10),
-       st.sampled_from(["step_time", "step_time_ms", "step_time_us", "step_time_s"]))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 64),
+            st.integers(-1, 8),
+            st.floats(-1.0, 3000.0),
+            st.one_of(st.none(), small_float),
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+    st.sampled_from(["step_time", "step_time_ms", "step_time_us", "step_time_s"]),
+)
 def test_near_valid_step_times(
     rows: list[tuple[int, int, float, float | None]], time_col: str
 ) -> None:
@@ -269,9 +429,16 @@ def test_near_valid_step_times(
 
 
 @FUZZ
-@given(st.lists(st.lists(st.one_of(small_float.map(lambda v: f"{v:.2f}"), st.just("")),
-                         min_size=3, max_size=3), min_size=1, max_size=4),
-       st.sampled_from(["speed_bench_report.csv", "speed_bench_report_D3.csv", "r_k1.csv"]))
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(small_float.map(lambda v: f"{v:.2f}"), st.just("")), min_size=3, max_size=3
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sampled_from(["speed_bench_report.csv", "speed_bench_report_D3.csv", "r_k1.csv"]),
+)
 def test_near_valid_speed_bench(rows: list[list[str]], name: str) -> None:
     body = "\n".join(f"model{i}," + ",".join(r) for i, r in enumerate(rows))
     text = "Model,coding,math,Overall\n" + body + "\n"
@@ -279,12 +446,19 @@ def test_near_valid_speed_bench(rows: list[list[str]], name: str) -> None:
 
 
 @FUZZ
-@given(st.integers(-1, 8), st.lists(rate, max_size=8),
-       st.dictionaries(st.sampled_from(["1", "4", "x", "0"]),
-                       st.dictionaries(st.sampled_from(["0", "1", "3", "9", "y"]),
-                                       st.floats(-5.0, 3000.0), max_size=4), max_size=3))
-def test_near_valid_vllm_dynamic(k: int, rates: list[float],
-                                 stats: dict[str, dict[str, float]]) -> None:
-    obj = {"max_num_speculative_tokens": k, "acceptance_rate_per_pos": rates,
-           "batch_stats": stats}
+@given(
+    st.integers(-1, 8),
+    st.lists(rate, max_size=8),
+    st.dictionaries(
+        st.sampled_from(["1", "4", "x", "0"]),
+        st.dictionaries(
+            st.sampled_from(["0", "1", "3", "9", "y"]), st.floats(-5.0, 3000.0), max_size=4
+        ),
+        max_size=3,
+    ),
+)
+def test_near_valid_vllm_dynamic(
+    k: int, rates: list[float], stats: dict[str, dict[str, float]]
+) -> None:
+    obj = {"max_num_speculative_tokens": k, "acceptance_rate_per_pos": rates, "batch_stats": stats}
     check_invariants(parse_bytes("dynamic_speculative_config.json", json.dumps(obj).encode()))

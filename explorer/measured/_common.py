@@ -17,6 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 from pydantic import ValidationError
 
+from explorer.acceptance import conditional_from_marginal
 from explorer.measured.types import (
     AL_BOUND_TOLERANCE,
     KNOWN_MECHANISMS,
@@ -374,9 +375,7 @@ def parse_float_text(raw: str) -> float | None:
 _LEADING_NUMBER = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\b")
 
 
-def parse_temperature(
-    raw: str, col: Collector, row: int | None, field: str | None
-) -> float | None:
+def parse_temperature(raw: str, col: Collector, row: int | None, field: str | None) -> float | None:
     """A number, or a text starting with one ('0 (greedy)'); anything else is unknown."""
     raw = raw.strip()
     if not raw:
@@ -539,6 +538,13 @@ def build_curve(
     except ValidationError as exc:
         col.error(f"{label}: {validation_message(exc)}")
         return None
+
+
+def conditional_rates_of(marginal: npt.ArrayLike) -> list[float]:
+    """Conditional rates from marginals, kept in [0, 1] (rising marginals are warned about)."""
+    with np.errstate(all="ignore"):
+        c = conditional_from_marginal(marginal)
+    return [float(x) for x in np.clip(np.nan_to_num(c, nan=0.0, posinf=1.0), 0.0, 1.0)]
 
 
 def check_rates(

@@ -45,7 +45,8 @@ def decode(data: bytes, col: Collector) -> str | None:
     """Bytes to text: UTF-8 (BOM ok), UTF-16 with a BOM, else Windows-1252 with a warning."""
     if len(data) > MAX_FILE_BYTES:
         col.error(
-            f"the file is {len(data) / 1e6:.1f} MB; the limit is {MAX_FILE_BYTES / 1e6:.0f} MB"
+            f"the file is {len(data) / 2**20:.1f} MiB; "
+            f"the limit is {MAX_FILE_BYTES / 2**20:.0f} MiB"
         )
         return None
     if not data.strip():
@@ -133,8 +134,11 @@ def detect_format(name: str, text: str) -> str | None:
     has_pos = find_column(header, position_csv.POSITION_ALIASES) is not None
     has_rate = any(
         find_column(header, aliases) is not None
-        for aliases in (position_csv.RATE_ALIASES, position_csv.CONDITIONAL_COLUMNS,
-                        position_csv.MARGINAL_COLUMNS)
+        for aliases in (
+            position_csv.RATE_ALIASES,
+            position_csv.CONDITIONAL_COLUMNS,
+            position_csv.MARGINAL_COLUMNS,
+        )
     )
     if has_pos and has_rate:
         return position_csv.FORMAT
@@ -149,8 +153,9 @@ def _unrecognised(name: str, text: str, col: Collector) -> None:
         try:
             json.loads(stripped)
         except json.JSONDecodeError as exc:
-            col.error(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                      exc.lineno)
+            col.error(
+                f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", exc.lineno
+            )
             return
         except (ValueError, RecursionError):
             pass
@@ -206,7 +211,7 @@ def validate_path(path: str | os.PathLike[str], fmt: str | None = None) -> Parse
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
             col.error(
-                f"the file is {size / 1e6:.1f} MB; the limit is {MAX_FILE_BYTES / 1e6:.0f} MB"
+                f"the file is {size / 2**20:.1f} MiB; the limit is {MAX_FILE_BYTES / 2**20:.0f} MiB"
             )
             return finish(fmt or UNKNOWN_FORMAT, "", col)
         with open(path, "rb") as fh:

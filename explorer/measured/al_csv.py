@@ -68,9 +68,9 @@ def parse_text(name: str, text: str) -> ParseResult:
     h = tab.headers
     d_col, al_col = find_column(h, D_ALIASES), find_column(h, AL_ALIASES)
     if d_col is None:
-        col.error(missing_columns_message("draft length", D_ALIASES, tab))
+        col.error(missing_columns_message("draft length", D_ALIASES, tab), field="D")
     if al_col is None:
-        col.error(missing_columns_message("acceptance length", AL_ALIASES, tab))
+        col.error(missing_columns_message("acceptance length", AL_ALIASES, tab), field="AL")
     if d_col is None or al_col is None:
         return finish(FORMAT, "", col)
 
@@ -80,8 +80,15 @@ def parse_text(name: str, text: str) -> ParseResult:
     style_col = find_column(h, STYLE_ALIASES)
     max_col = find_column(h, MAX_K_ALIASES)
     max_k = (
-        parse_numbers(tab, max_col, col, integer=True, minimum=1, required=False,
-                      what="max supported draft length")
+        parse_numbers(
+            tab,
+            max_col,
+            col,
+            integer=True,
+            minimum=1,
+            required=False,
+            what="max supported draft length",
+        )
         if max_col is not None
         else None
     )
@@ -115,8 +122,13 @@ def parse_text(name: str, text: str) -> ParseResult:
         row0 = int(tab.rows[first])
         temperature = parse_temperature(temp_raw, col, row0, temp_col)
         label = join_nonempty(
-            [mech_name or "mechanism ?", dataset, model, drafter,
-             f"T={temperature:g}" if temperature is not None else None]
+            [
+                mech_name or "mechanism ?",
+                dataset,
+                model,
+                drafter,
+                f"T={temperature:g}" if temperature is not None else None,
+            ]
         )
         usable = [i for i in idx if d.valid[i] and al.valid[i]]
         usable.sort(key=lambda i: (d.values[i], tab.rows[i]))
@@ -137,9 +149,7 @@ def parse_text(name: str, text: str) -> ParseResult:
             given = next((styles_raw[i] for i in idx if styles_raw[i]), "")
             parsed, known_style = parse_draft_style(given)
             if not known_style:
-                col.error(
-                    f"draft_style '{given}' is not chain, block or tree", row0, style_col
-                )
+                col.error(f"draft_style '{given}' is not chain, block or tree", row0, style_col)
             elif given:
                 style = parsed
         src = sorted({sources[i] for i in idx if sources[i]})

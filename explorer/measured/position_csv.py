@@ -26,7 +26,6 @@ import numpy as np
 
 from explorer.acceptance import (
     al_from_marginal,
-    conditional_from_marginal,
     marginal_from_conditional,
 )
 from explorer.measured._common import (
@@ -35,6 +34,7 @@ from explorer.measured._common import (
     Numbers,
     build_curve,
     check_al_consistency,
+    conditional_rates_of,
     find_column,
     finish,
     join_nonempty,
@@ -94,11 +94,14 @@ def parse_text(name: str, text: str) -> ParseResult:
     cond_col = find_column(h, CONDITIONAL_COLUMNS)
     marg_col = find_column(h, MARGINAL_COLUMNS)
     if pos_col is None:
-        col.error(f"no position column: expected one of {', '.join(POSITION_ALIASES)}")
+        col.error(
+            f"no position column: expected one of {', '.join(POSITION_ALIASES)}", field="position"
+        )
     if rate_col is None and cond_col is None and marg_col is None:
         col.error(
             "no rate column: expected rate (with a kind column) or columns named "
-            "conditional and/or marginal"
+            "conditional and/or marginal",
+            field="rate",
         )
     if rate_col is not None and kind_col is None and cond_col is None and marg_col is None:
         col.error(
@@ -135,7 +138,12 @@ def parse_text(name: str, text: str) -> ParseResult:
     for wide_kind, wide_col in wide:
         if wide_col is not None:
             nums = parse_numbers(
-                tab, wide_col, col, minimum=0.0, maximum=1.0, required=False,
+                tab,
+                wide_col,
+                col,
+                minimum=0.0,
+                maximum=1.0,
+                required=False,
                 what=f"{wide_kind} rate",
             )
             sources.append((wide_kind, wide_col, nums))
@@ -169,8 +177,13 @@ def parse_text(name: str, text: str) -> ParseResult:
         row0 = int(tab.rows[idx[0]])
         temperature = parse_temperature(temp_raw, col, row0, temp_col)
         label = join_nonempty(
-            [mech_name or "mechanism ?", dataset, model, drafter,
-             f"T={temperature:g}" if temperature is not None else None]
+            [
+                mech_name or "mechanism ?",
+                dataset,
+                model,
+                drafter,
+                f"T={temperature:g}" if temperature is not None else None,
+            ]
         )
         # kind -> position -> (rate, row index)
         by_kind: dict[Kind, dict[int, tuple[float, int]]] = {"conditional": {}, "marginal": {}}
@@ -242,11 +255,7 @@ def parse_text(name: str, text: str) -> ParseResult:
             m = np.asarray(marg, dtype=np.float64)
         else:
             m = marginal_from_conditional(np.asarray(cond, dtype=np.float64))
-        c = (
-            np.asarray(cond, dtype=np.float64)
-            if cond is not None
-            else conditional_from_marginal(m)
-        )
+        c = np.asarray(cond if cond is not None else conditional_rates_of(m), dtype=np.float64)
         n = len(m)
         if al is not None and al_col is not None:
             reported = sorted({float(al.values[i]) for i in idx if al.valid[i]})

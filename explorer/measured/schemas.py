@@ -25,8 +25,9 @@ class AlCurveRow(_FileModel):
     """One row of the AL-vs-D CSV (one curve per mechanism, dataset, model, temperature)."""
 
     mechanism: str | None = Field(
-        None, description="external, mtp, eagle3, dflash, dspark or ngram (engine spellings "
-        "such as EAGLE3, draft_model, eagle3_chain are recognised)"
+        None,
+        description="external, mtp, eagle3, dflash, dspark or ngram (engine spellings "
+        "such as EAGLE3, draft_model, eagle3_chain are recognised)",
     )
     dataset: str | None = Field(None, description="workload; 'category' is accepted too")
     D: int = Field(ge=1, description="draft length (tokens proposed per target step)")
@@ -204,8 +205,7 @@ class VllmMetricsFile(_FileModel):
         ge=0, description="vllm:spec_decode_num_accepted_tokens(_total)"
     )
     spec_decode_num_accepted_tokens_per_pos: list[float] = Field(
-        description='vllm:spec_decode_num_accepted_tokens_per_pos(_total){position="i"}, '
-        "i = 0..K-1"
+        description='vllm:spec_decode_num_accepted_tokens_per_pos(_total){position="i"}, i = 0..K-1'
     )
 
 

@@ -73,28 +73,31 @@ def parse_text(name: str, text: str) -> ParseResult:
             continue
         ints: dict[str, int] = {}
         ok = True
-        for key, minimum in (("batch_size", 1), ("steps", 0), ("topk", 0),
-                             ("num_draft_tokens", 0)):
+        for key, minimum in (("batch_size", 1), ("steps", 0), ("topk", 0), ("num_draft_tokens", 0)):
             v = json_int(obj[key])
             if v is None or v < minimum:
-                col.error(f"{key} must be a whole number >= {minimum}, got {obj[key]!r}",
-                          lineno, key)
+                col.error(
+                    f"{key} must be a whole number >= {minimum}, got {obj[key]!r}", lineno, key
+                )
                 ok = False
             else:
                 ints[key] = v
         acc = json_number(obj["acc_length"])
         if acc is None or not math.isfinite(acc):
-            col.error(f"acc_length must be a finite number, got {obj['acc_length']!r}",
-                      lineno, "acc_length")
+            col.error(
+                f"acc_length must be a finite number, got {obj['acc_length']!r}",
+                lineno,
+                "acc_length",
+            )
             ok = False
         t = json_number(obj["step_time"])
         if t is None or not math.isfinite(t):
-            col.error(f"step_time must be a finite number, got {obj['step_time']!r}",
-                      lineno, "step_time")
+            col.error(
+                f"step_time must be a finite number, got {obj['step_time']!r}", lineno, "step_time"
+            )
             ok = False
         elif t <= 0:
-            col.error(f"step_time is {'negative' if t < 0 else 'zero'}: {t:g}", lineno,
-                      "step_time")
+            col.error(f"step_time is {'negative' if t < 0 else 'zero'}: {t:g}", lineno, "step_time")
             ok = False
         if not ok or acc is None or t is None:
             continue
@@ -102,7 +105,9 @@ def parse_text(name: str, text: str) -> ParseResult:
         if acc < 1.0 or acc > 1.0 + steps + 1e-9:
             col.error(
                 f"acc_length {acc:g} is outside [1, {1 + steps}] for steps = {steps} "
-                f"(1 <= AL <= 1 + D)", lineno, "acc_length",
+                f"(1 <= AL <= 1 + D)",
+                lineno,
+                "acc_length",
             )
             continue
         if steps > 0 and (ints["topk"] == 0 or ints["num_draft_tokens"] == 0):
@@ -114,10 +119,13 @@ def parse_text(name: str, text: str) -> ParseResult:
             if abs(speed - expected) > 0.02 * expected:
                 col.warn(
                     f"speed {speed:g} tokens/s disagrees with acc_length / step_time = "
-                    f"{expected:.4g}", lineno, "speed",
+                    f"{expected:.4g}",
+                    lineno,
+                    "speed",
                 )
-        recs.append((lineno, ints["batch_size"], steps, ints["topk"],
-                     ints["num_draft_tokens"], acc, t))
+        recs.append(
+            (lineno, ints["batch_size"], steps, ints["topk"], ints["num_draft_tokens"], acc, t)
+        )
     for key, lineno in unknown_keys.items():
         col.warn(f"unknown key '{key}' ignored", lineno, key)
     if not recs and not col.has_errors:
@@ -126,8 +134,9 @@ def parse_text(name: str, text: str) -> ParseResult:
         return finish(FORMAT, "", col)
 
     times = np.asarray([r[6] for r in recs], dtype=np.float64)
-    check_time_units(times, TimeColumn("step_time", "step_time", "s", 1.0), "step", col,
-                     "step times")
+    check_time_units(
+        times, TimeColumn("step_time", "step_time", "s", 1.0), "step", col, "step times"
+    )
     prov = Provenance(file=name, source="sglang bench_speculative.py", format=FORMAT)
     steps_table = StepTimingTable(
         batch=tuple(r[1] for r in recs),
@@ -146,7 +155,9 @@ def parse_text(name: str, text: str) -> ParseResult:
         if steps in groups[key]:
             col.warn(
                 f"batch_size={bs}, steps={steps}, topk={topk} measured again (line "
-                f"{groups[key][steps][1]} and {lineno}); the later line is used", lineno, "steps",
+                f"{groups[key][steps][1]} and {lineno}); the later line is used",
+                lineno,
+                "steps",
             )
         groups[key][steps] = (acc, lineno)
     curves: list[AcceptanceCurve] = []
@@ -154,9 +165,15 @@ def parse_text(name: str, text: str) -> ParseResult:
         ds = sorted(points)
         label = f"SGLang bs={bs} topk={topk}" + (f" draft_tokens={ndt}" if topk != 1 else "")
         curve = build_curve(
-            col, label=label, mechanism=None, draft_style="chain" if topk == 1 else None,
-            draft_lens=ds, als=[points[d][0] for d in ds], provenance=prov,
-            rows=[points[d][1] for d in ds], fields=["acc_length"] * len(ds),
+            col,
+            label=label,
+            mechanism=None,
+            draft_style="chain" if topk == 1 else None,
+            draft_lens=ds,
+            als=[points[d][0] for d in ds],
+            provenance=prov,
+            rows=[points[d][1] for d in ds],
+            fields=["acc_length"] * len(ds),
         )
         if curve is not None:
             curves.append(curve)

@@ -25,7 +25,6 @@ import numpy as np
 
 from explorer.acceptance import (
     al_from_marginal,
-    conditional_from_marginal,
     marginal_from_conditional,
 )
 from explorer.measured._common import (
@@ -34,6 +33,7 @@ from explorer.measured._common import (
     build_curve,
     check_al_consistency,
     check_rates,
+    conditional_rates_of,
     finish,
     int_key,
     join_nonempty,
@@ -134,7 +134,7 @@ def parse_text(name: str, text: str) -> ParseResult:
         if marg
         else marginal_from_conditional(np.asarray(cond, dtype=np.float64))
     )
-    c = np.asarray(cond, dtype=np.float64) if cond else conditional_from_marginal(m)
+    c = np.asarray(cond if cond else conditional_rates_of(m), dtype=np.float64)
     if marg:
         warn_if_marginals_increase(col, marg, label="profile", field="marginal_accept_rates")
 
@@ -178,7 +178,11 @@ def parse_text(name: str, text: str) -> ParseResult:
 
     def prov(ds: str | None) -> Provenance:
         return Provenance(
-            file=name, source=source, model=model, dataset=ds, temperature=temperature,
+            file=name,
+            source=source,
+            model=model,
+            dataset=ds,
+            temperature=temperature,
             format=FORMAT,
         )
 
@@ -191,8 +195,10 @@ def parse_text(name: str, text: str) -> ParseResult:
     for key, al_value in (prof.accept_length_by_k or {}).items():
         kk = int_key(key)
         if kk is None or kk < 1:
-            col.error(f"accept_length_by_k key '{key}' is not a draft length >= 1",
-                      field=f"accept_length_by_k.{key}")
+            col.error(
+                f"accept_length_by_k key '{key}' is not a draft length >= 1",
+                field=f"accept_length_by_k.{key}",
+            )
         else:
             by_k[kk] = float(al_value)
     if style == "block":
@@ -200,9 +206,15 @@ def parse_text(name: str, text: str) -> ParseResult:
             by_k = {k: float(mean_al) if mean_al is not None else float(al_chain[-1])}
         ds = sorted(by_k)
         curve = build_curve(
-            col, label=join_nonempty([base_label, dataset]), mechanism=mech, draft_style=style,
-            draft_lens=ds, als=[by_k[d] for d in ds], provenance=prov(dataset),
-            conditional=conditional, max_supported=max_k,
+            col,
+            label=join_nonempty([base_label, dataset]),
+            mechanism=mech,
+            draft_style=style,
+            draft_lens=ds,
+            als=[by_k[d] for d in ds],
+            provenance=prov(dataset),
+            conditional=conditional,
+            max_supported=max_k,
             fields=[f"accept_length_by_k.{d}" for d in ds],
         )
     else:
@@ -214,9 +226,15 @@ def parse_text(name: str, text: str) -> ParseResult:
                     field=f"accept_length_by_k.{kk}",
                 )
         curve = build_curve(
-            col, label=join_nonempty([base_label, dataset]), mechanism=mech, draft_style=style,
-            draft_lens=list(range(1, k + 1)), als=[float(a) for a in al_chain],
-            provenance=prov(dataset), conditional=conditional, max_supported=max_k,
+            col,
+            label=join_nonempty([base_label, dataset]),
+            mechanism=mech,
+            draft_style=style,
+            draft_lens=list(range(1, k + 1)),
+            als=[float(a) for a in al_chain],
+            provenance=prov(dataset),
+            conditional=conditional,
+            max_supported=max_k,
             fields=[f"marginal_accept_rates[{i}]" for i in range(k)],
         )
     if curve is not None:
@@ -235,8 +253,13 @@ def parse_text(name: str, text: str) -> ParseResult:
         cat_curve = build_curve(
             col,
             label=join_nonempty([base_label, str(category), "per-request mean"]),
-            mechanism=mech, draft_style=style, draft_lens=[k], als=[value],
-            provenance=prov(str(category)), max_supported=max_k, fields=[field],
+            mechanism=mech,
+            draft_style=style,
+            draft_lens=[k],
+            als=[value],
+            provenance=prov(str(category)),
+            max_supported=max_k,
+            fields=[field],
         )
         if cat_curve is not None:
             curves.append(cat_curve)

@@ -36,8 +36,11 @@ from explorer.measured.al_csv import D_ALIASES, MECHANISM_ALIASES
 from explorer.measured.types import AcceptanceCurve, ParseResult, Provenance
 
 FORMAT = "speed_bench_report"
-_NAME_D = re.compile(r"(?:^|[^a-z0-9])(?:d|k|draft_len|num_speculative_tokens)[=_-]?(\d{1,3})"
-                     r"(?=$|[^0-9])", re.IGNORECASE)
+_NAME_D = re.compile(
+    r"(?:^|[^a-z0-9])(?:d|k|draft_len|num_speculative_tokens)[=_-]?(\d{1,3})"
+    r"(?=$|[^0-9])",
+    re.IGNORECASE,
+)
 
 
 def looks_like(headers: list[str]) -> bool:
@@ -62,7 +65,7 @@ def parse_text(name: str, text: str) -> ParseResult:
     d_col = find_column(h, D_ALIASES)
     mech_col = find_column(h, MECHANISM_ALIASES)
     if model_col is None:
-        col.error("no Model column (aiperf speed-bench-report writes Model first)")
+        col.error("no Model column (aiperf speed-bench-report writes Model first)", field="Model")
         return finish(FORMAT, "", col)
     value_cols = [c for c in h if c not in (model_col, d_col, mech_col)]
     cat_cols = [c for c in value_cols if c != overall_col]
@@ -83,8 +86,9 @@ def parse_text(name: str, text: str) -> ParseResult:
             "speed_bench_report_D3.csv",
             field="D",
         )
-    values = {c: parse_numbers(tab, c, col, required=False, what="acceptance length")
-              for c in value_cols}
+    values = {
+        c: parse_numbers(tab, c, col, required=False, what="acceptance length") for c in value_cols
+    }
     allv = np.concatenate([values[c].values[values[c].valid] for c in value_cols])
     if allv.size and float(allv.max()) <= 1.0:
         col.error(
@@ -125,8 +129,9 @@ def parse_text(name: str, text: str) -> ParseResult:
             mean = sum(present) / len(present)
             if abs(overall - mean) > 0.011:
                 col.warn(
-                    f"Overall {overall:g} is not the mean of the row's categories "
-                    f"({mean:.4g})", row, overall_col,
+                    f"Overall {overall:g} is not the mean of the row's categories ({mean:.4g})",
+                    row,
+                    overall_col,
                 )
         for c in value_cols:
             if not values[c].valid[i]:
@@ -135,11 +140,19 @@ def parse_text(name: str, text: str) -> ParseResult:
             curve = build_curve(
                 col,
                 label=f"SPEED-Bench {dataset} · {model or 'model ?'} · D={d}",
-                mechanism=mech, draft_style=style, draft_lens=[d],
+                mechanism=mech,
+                draft_style=style,
+                draft_lens=[d],
                 als=[float(values[c].values[i])],
-                provenance=Provenance(file=name, source="aiperf speed-bench-report",
-                                      model=model, dataset=dataset, format=FORMAT),
-                rows=[row], fields=[c],
+                provenance=Provenance(
+                    file=name,
+                    source="aiperf speed-bench-report",
+                    model=model,
+                    dataset=dataset,
+                    format=FORMAT,
+                ),
+                rows=[row],
+                fields=[c],
             )
             if curve is not None:
                 curves.append(curve)

@@ -106,10 +106,26 @@ _VLLM_METRICS = "\n".join(
 )
 
 _SGLANG_RECORDS: list[dict[str, Any]] = [
-    {"batch_size": 1, "steps": 0, "topk": 0, "num_draft_tokens": 0, "acc_length": 1.0,
-     "step_time": 0.00702, "speed": 142.45, "completion_tokens": 512.0},
-    {"batch_size": 1, "steps": 3, "topk": 1, "num_draft_tokens": 4, "acc_length": 2.61,
-     "step_time": 0.00912, "speed": 286.184, "completion_tokens": 512.0},
+    {
+        "batch_size": 1,
+        "steps": 0,
+        "topk": 0,
+        "num_draft_tokens": 0,
+        "acc_length": 1.0,
+        "step_time": 0.00702,
+        "speed": 142.45,
+        "completion_tokens": 512.0,
+    },
+    {
+        "batch_size": 1,
+        "steps": 3,
+        "topk": 1,
+        "num_draft_tokens": 4,
+        "acc_length": 2.61,
+        "step_time": 0.00912,
+        "speed": 286.184,
+        "completion_tokens": 512.0,
+    },
 ]
 _SGLANG_JSONL = "".join(json.dumps(r) + "\n" for r in _SGLANG_RECORDS)
 
@@ -150,46 +166,100 @@ def _json_bytes(obj: dict[str, Any]) -> bytes:
 
 
 _SPECS: tuple[tuple[str, str, str, str, str, bytes, type[BaseModel]], ...] = (
-    ("al_curve_csv", "AL vs draft length (CSV)",
-     "Acceptance length by draft length D, one curve per mechanism/dataset/model/temperature.",
-     "al_curve_template.csv", "text/csv", _AL_CURVE_CSV.encode(), AlCurveRow),
-    ("position_acceptance_csv", "Per-position acceptance (CSV)",
-     "Acceptance rate of each draft position, conditional or marginal; AL(D) follows.",
-     "position_acceptance_template.csv", "text/csv", _POSITION_CSV.encode(),
-     PositionAcceptanceRow),
-    ("specdec_bench_profile", "specdec_bench speculation_profile.json",
-     "NVIDIA Model-Optimizer specdec_bench profile: conditional and marginal rates, mean AL, "
-     "chain/block flag, max supported K, per-category AL.",
-     "speculation_profile.json", "application/json", _json_bytes(_SPECDEC_PROFILE),
-     SpeculationProfileFile),
-    ("vllm_metrics", "vLLM /metrics (Prometheus text)",
-     "A scrape of vLLM's /metrics: spec-decode counters give AL and per-position rates.",
-     "vllm_metrics.txt", "text/plain", _VLLM_METRICS.encode(), VllmMetricsFile),
-    ("sglang_bench_speculative", "SGLang bench_speculative.py output (JSONL)",
-     "One JSON line per (batch size, steps, topk, draft tokens): accept length and step time.",
-     "sglang_bench_speculative.jsonl", "application/jsonl", _SGLANG_JSONL.encode(),
-     SglangBenchSpeculativeRecord),
-    ("speed_bench_report", "AIPerf SPEED-Bench report (CSV)",
-     "aiperf speed-bench-report acceptance-length matrix (Model x category); add the draft "
-     "length as a D column or in the file name (…_D3.csv).",
-     "speed_bench_report_D3.csv", "text/csv", _SPEED_BENCH_CSV.encode(), SpeedBenchReportRow),
-    ("vllm_dynamic_sd_config", "vLLM dynamic speculative decoding config (JSON)",
-     "Median step latency by batch size and draft length, and marginal acceptance per "
-     "position.",
-     "dynamic_speculative_config.json", "application/json", _json_bytes(_VLLM_DYNAMIC),
-     VllmDynamicSdConfigFile),
-    ("kernel_timings_csv", "Kernel timings (CSV)",
-     "Measured GEMM and attention kernel latencies; time column in s, ms or µs by its suffix.",
-     "kernel_timings_template.csv", "text/csv", _KERNEL_CSV.encode(), KernelTimingRow),
-    ("step_times_csv", "Step times (CSV)",
-     "Measured target step time by batch and draft length (0 = no speculation).",
-     "step_times_template.csv", "text/csv", _STEP_CSV.encode(), StepTimeRow),
+    (
+        "al_curve_csv",
+        "AL vs draft length (CSV)",
+        "Acceptance length by draft length D, one curve per mechanism/dataset/model/temperature.",
+        "al_curve_template.csv",
+        "text/csv",
+        _AL_CURVE_CSV.encode(),
+        AlCurveRow,
+    ),
+    (
+        "position_acceptance_csv",
+        "Per-position acceptance (CSV)",
+        "Acceptance rate of each draft position, conditional or marginal; AL(D) follows.",
+        "position_acceptance_template.csv",
+        "text/csv",
+        _POSITION_CSV.encode(),
+        PositionAcceptanceRow,
+    ),
+    (
+        "specdec_bench_profile",
+        "specdec_bench speculation_profile.json",
+        "NVIDIA Model-Optimizer specdec_bench profile: conditional and marginal rates, mean AL, "
+        "chain/block flag, max supported K, per-category AL.",
+        "speculation_profile.json",
+        "application/json",
+        _json_bytes(_SPECDEC_PROFILE),
+        SpeculationProfileFile,
+    ),
+    (
+        "vllm_metrics",
+        "vLLM /metrics (Prometheus text)",
+        "A scrape of vLLM's /metrics: spec-decode counters give AL and per-position rates.",
+        "vllm_metrics.txt",
+        "text/plain",
+        _VLLM_METRICS.encode(),
+        VllmMetricsFile,
+    ),
+    (
+        "sglang_bench_speculative",
+        "SGLang bench_speculative.py output (JSONL)",
+        "One JSON line per (batch size, steps, topk, draft tokens): accept length and step time.",
+        "sglang_bench_speculative.jsonl",
+        "application/jsonl",
+        _SGLANG_JSONL.encode(),
+        SglangBenchSpeculativeRecord,
+    ),
+    (
+        "speed_bench_report",
+        "AIPerf SPEED-Bench report (CSV)",
+        "aiperf speed-bench-report acceptance-length matrix (Model x category); add the draft "
+        "length as a D column or in the file name (…_D3.csv).",
+        "speed_bench_report_D3.csv",
+        "text/csv",
+        _SPEED_BENCH_CSV.encode(),
+        SpeedBenchReportRow,
+    ),
+    (
+        "vllm_dynamic_sd_config",
+        "vLLM dynamic speculative decoding config (JSON)",
+        "Median step latency by batch size and draft length, and marginal acceptance per position.",
+        "dynamic_speculative_config.json",
+        "application/json",
+        _json_bytes(_VLLM_DYNAMIC),
+        VllmDynamicSdConfigFile,
+    ),
+    (
+        "kernel_timings_csv",
+        "Kernel timings (CSV)",
+        "Measured GEMM and attention kernel latencies; time column in s, ms or µs by its suffix.",
+        "kernel_timings_template.csv",
+        "text/csv",
+        _KERNEL_CSV.encode(),
+        KernelTimingRow,
+    ),
+    (
+        "step_times_csv",
+        "Step times (CSV)",
+        "Measured target step time by batch and draft length (0 = no speculation).",
+        "step_times_template.csv",
+        "text/csv",
+        _STEP_CSV.encode(),
+        StepTimeRow,
+    ),
 )
 
 FORMATS: dict[str, FormatInfo] = {
     name: FormatInfo(
-        name=name, title=title, description=desc, filename=filename, media_type=media,
-        template=template, schema_model=schema,
+        name=name,
+        title=title,
+        description=desc,
+        filename=filename,
+        media_type=media,
+        template=template,
+        schema_model=schema,
         parse=functools.partial(parse_as, fmt=name),
     )
     for name, title, desc, filename, media, template, schema in _SPECS

@@ -100,12 +100,17 @@ def parse_kernels(name: str, text: str) -> ParseResult:
     h = list(tab.headers)
     tc = find_time_column(h, KERNEL_TIME_BASES)
     if tc is None:
-        col.error("no time column: name it time_s, time_ms or time_us (latency_* also works)")
+        col.error(
+            "no time column: name it time_s, time_ms or time_us (latency_* also works)",
+            field="time_s",
+        )
         return finish(KERNEL_FORMAT, "", col)
     n = len(tab.df)
     kind_col = find_column(h, KIND_ALIASES)
-    m_col, n_col, k_col = find_column(h, M_ALIASES), find_column(h, N_ALIASES), find_column(
-        h, K_ALIASES
+    m_col, n_col, k_col = (
+        find_column(h, M_ALIASES),
+        find_column(h, N_ALIASES),
+        find_column(h, K_ALIASES),
     )
     ctx_col = find_column(h, CONTEXT_ALIASES)
     if kind_col is not None:
@@ -113,14 +118,20 @@ def parse_kernels(name: str, text: str) -> ParseResult:
         is_attn = kinds.str.contains(ATTENTION_PATTERN, regex=True).to_numpy(dtype=bool)
         is_gemm = ~is_attn & kinds.str.contains(GEMM_PATTERN, regex=True).to_numpy(dtype=bool)
         for i in np.flatnonzero(~is_gemm & ~is_attn):
-            col.error(f"kind '{tab.df[kind_col].iloc[i]}' is neither gemm nor attention",
-                      int(tab.rows[i]), kind_col)
+            col.error(
+                f"kind '{tab.df[kind_col].iloc[i]}' is neither gemm nor attention",
+                int(tab.rows[i]),
+                kind_col,
+            )
     elif m_col is not None and n_col is not None and k_col is not None:
         is_gemm, is_attn = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
     elif ctx_col is not None:
         is_gemm, is_attn = np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
     else:
-        col.error("add a kind column (gemm | attention): the columns do not say which kernel")
+        col.error(
+            "add a kind column (gemm | attention): the columns do not say which kernel",
+            field="kind",
+        )
         return finish(KERNEL_FORMAT, "", col)
 
     times = _time(tab, tc, col, "kernel")
@@ -129,7 +140,7 @@ def parse_kernels(name: str, text: str) -> ParseResult:
         cols = {"m": m_col, "n": n_col, "k": k_col, "dtype": find_column(h, DTYPE_ALIASES)}
         for key, c in cols.items():
             if c is None:
-                col.error(f"gemm rows need a '{key}' column")
+                col.error(f"gemm rows need a '{key}' column", field=key)
         if all(c is not None for c in cols.values()):
             dims = {
                 key: parse_numbers(tab, c, col, integer=True, minimum=1, what=key, mask=is_gemm)
@@ -148,20 +159,24 @@ def parse_kernels(name: str, text: str) -> ParseResult:
                 seconds = times.values[is_gemm]
                 check_time_units(seconds, tc, "kernel", col, "gemm times")
                 gemm = GemmTimings(
-                    m=_ints(dims["m"], ok), n=_ints(dims["n"], ok), k=_ints(dims["k"], ok),
+                    m=_ints(dims["m"], ok),
+                    n=_ints(dims["n"], ok),
+                    k=_ints(dims["k"], ok),
                     dtype=tuple(str(x) for x in dtypes[ok]),
                     time_s=tuple(times.values[ok].tolist()),
                 )
     attention = AttentionTimings()
     if is_attn.any():
         cols2 = {
-            "batch": find_column(h, BATCH_ALIASES), "context": ctx_col,
-            "q_heads": find_column(h, QH_ALIASES), "kv_heads": find_column(h, KVH_ALIASES),
+            "batch": find_column(h, BATCH_ALIASES),
+            "context": ctx_col,
+            "q_heads": find_column(h, QH_ALIASES),
+            "kv_heads": find_column(h, KVH_ALIASES),
             "head_dim": find_column(h, HD_ALIASES),
         }
         for key, c in cols2.items():
             if c is None:
-                col.error(f"attention rows need a '{key}' column")
+                col.error(f"attention rows need a '{key}' column", field=key)
         qlen_col = find_column(h, QLEN_ALIASES)
         if all(c is not None for c in cols2.values()):
             vals = {
@@ -170,8 +185,9 @@ def parse_kernels(name: str, text: str) -> ParseResult:
                 if c is not None
             }
             if qlen_col is not None:
-                vals["q_len"] = parse_numbers(tab, qlen_col, col, integer=True, minimum=1,
-                                              what="q_len", mask=is_attn)
+                vals["q_len"] = parse_numbers(
+                    tab, qlen_col, col, integer=True, minimum=1, what="q_len", mask=is_attn
+                )
             else:
                 col.warn("no q_len column: attention rows read as q_len = 1 (plain decode)")
                 ones = np.ones(n, dtype=np.float64)
@@ -186,11 +202,17 @@ def parse_kernels(name: str, text: str) -> ParseResult:
                 seconds = times.values[is_attn]
                 check_time_units(seconds, tc, "kernel", col, "attention times")
                 attention = AttentionTimings(
-                    batch=_ints(vals["batch"], ok), context=_ints(vals["context"], ok),
-                    q_heads=_ints(vals["q_heads"], ok), kv_heads=_ints(vals["kv_heads"], ok),
-                    head_dim=_ints(vals["head_dim"], ok), q_len=_ints(vals["q_len"], ok),
-                    kv_dtype=(tuple(str(x) for x in tab.df[kv_col].to_numpy(dtype=object)[ok])
-                              if kv_col is not None else None),
+                    batch=_ints(vals["batch"], ok),
+                    context=_ints(vals["context"], ok),
+                    q_heads=_ints(vals["q_heads"], ok),
+                    kv_heads=_ints(vals["kv_heads"], ok),
+                    head_dim=_ints(vals["head_dim"], ok),
+                    q_len=_ints(vals["q_len"], ok),
+                    kv_dtype=(
+                        tuple(str(x) for x in tab.df[kv_col].to_numpy(dtype=object)[ok])
+                        if kv_col is not None
+                        else None
+                    ),
                     time_s=tuple(times.values[ok].tolist()),
                 )
     if col.has_errors:
@@ -216,25 +238,41 @@ def parse_steps(name: str, text: str) -> ParseResult:
     d_col = find_column(h, DRAFT_ALIASES)
     v_col = find_column(h, VERIFY_ALIASES)
     if tc is None:
-        col.error("no step time column: name it step_time_s, step_time_ms or step_time_us")
+        col.error(
+            "no step time column: name it step_time_s, step_time_ms or step_time_us",
+            field="step_time_s",
+        )
     if b_col is None:
-        col.error(f"no batch column: expected one of {', '.join(BATCH_ALIASES)}")
+        col.error(f"no batch column: expected one of {', '.join(BATCH_ALIASES)}", field="batch")
     if d_col is None and v_col is None:
-        col.error("no draft_len or verify_tokens column (draft_len 0 = no speculation)")
+        col.error(
+            "no draft_len or verify_tokens column (draft_len 0 = no speculation)",
+            field="draft_len",
+        )
     if tc is None or b_col is None or (d_col is None and v_col is None):
         return finish(STEP_FORMAT, "", col)
     batch = parse_numbers(tab, b_col, col, integer=True, minimum=1, what="batch")
     times = _time(tab, tc, col, "step")
-    draft = (parse_numbers(tab, d_col, col, integer=True, minimum=0, what="draft length")
-             if d_col is not None else None)
-    verify = (parse_numbers(tab, v_col, col, integer=True, minimum=1, what="verify tokens")
-              if v_col is not None else None)
+    draft = (
+        parse_numbers(tab, d_col, col, integer=True, minimum=0, what="draft length")
+        if d_col is not None
+        else None
+    )
+    verify = (
+        parse_numbers(tab, v_col, col, integer=True, minimum=1, what="verify tokens")
+        if v_col is not None
+        else None
+    )
     al_col = find_column(h, AL_ALIASES)
-    al = (parse_numbers(tab, al_col, col, required=False, minimum=1.0, what="acceptance length")
-          if al_col is not None else None)
+    al = (
+        parse_numbers(tab, al_col, col, required=False, minimum=1.0, what="acceptance length")
+        if al_col is not None
+        else None
+    )
     if draft is None and verify is not None:
-        col.warn("no draft_len column: draft_len read as verify_tokens - 1 (chain drafts)",
-                 field=v_col)
+        col.warn(
+            "no draft_len column: draft_len read as verify_tokens - 1 (chain drafts)", field=v_col
+        )
         draft = Numbers(verify.values - 1.0, verify.valid, verify.empty)
     assert draft is not None
     if al is not None and al_col is not None:
@@ -243,7 +281,8 @@ def parse_steps(name: str, text: str) -> ParseResult:
         for i in np.flatnonzero(over):
             col.error(
                 f"acceptance length {al.values[i]:g} exceeds 1 + D = {1 + int(draft.values[i])}",
-                int(tab.rows[i]), al_col,
+                int(tab.rows[i]),
+                al_col,
             )
     if verify is not None and d_col is not None:
         with np.errstate(invalid="ignore"):
@@ -251,7 +290,9 @@ def parse_steps(name: str, text: str) -> ParseResult:
         for i in np.flatnonzero(short):
             col.error(
                 f"verify_tokens {int(verify.values[i])} is less than 1 + draft_len = "
-                f"{1 + int(draft.values[i])}", int(tab.rows[i]), v_col,
+                f"{1 + int(draft.values[i])}",
+                int(tab.rows[i]),
+                v_col,
             )
     if col.has_errors:
         return finish(STEP_FORMAT, "", col)
@@ -260,15 +301,17 @@ def parse_steps(name: str, text: str) -> ParseResult:
         return finish(STEP_FORMAT, "", col)
     al_values: tuple[float | None, ...] | None = None
     if al is not None:
-        al_values = tuple(float(a) if ok else None for a, ok in zip(al.values, al.valid,
-                                                                       strict=True))
+        al_values = tuple(
+            float(a) if ok else None for a, ok in zip(al.values, al.valid, strict=True)
+        )
     sources = sorted(set(tab.text(find_column(h, SOURCE_ALIASES))) - {""})
     prov = Provenance(file=name, source="; ".join(sources[:3]) or None, format=STEP_FORMAT)
     table = StepTimingTable(
         batch=tuple(batch.values.astype(np.int64).tolist()),
         draft_len=tuple(draft.values.astype(np.int64).tolist()),
-        verify_tokens=(tuple(verify.values.astype(np.int64).tolist())
-                       if verify is not None else None),
+        verify_tokens=(
+            tuple(verify.values.astype(np.int64).tolist()) if verify is not None else None
+        ),
         step_time_s=tuple(times.values.tolist()),
         acceptance_length=al_values,
         provenance=prov,

@@ -21,13 +21,14 @@ import math
 
 import numpy as np
 
-from explorer.acceptance import al_from_marginal, conditional_from_marginal
+from explorer.acceptance import al_from_marginal
 from explorer.measured._common import (
     Collector,
     TimeColumn,
     build_curve,
     check_rates,
     check_time_units,
+    conditional_rates_of,
     finish,
     int_key,
     load_json,
@@ -65,8 +66,10 @@ def parse_text(name: str, text: str) -> ParseResult:
     for bs_key, per_k in cfg.batch_stats.items():
         bs = int_key(bs_key)
         if bs is None or bs < 1:
-            col.error(f"batch size key '{bs_key}' is not a whole number >= 1",
-                      field=f"batch_stats.{bs_key}")
+            col.error(
+                f"batch size key '{bs_key}' is not a whole number >= 1",
+                field=f"batch_stats.{bs_key}",
+            )
             continue
         keys = []
         for k_key, itl in per_k.items():
@@ -79,8 +82,9 @@ def parse_text(name: str, text: str) -> ParseResult:
                 col.error(f"latency must be a finite number of ms, got {itl}", field=where)
                 continue
             if itl <= 0:
-                col.error(f"latency is {'negative' if itl < 0 else 'zero'}: {itl:g} ms",
-                          field=where)
+                col.error(
+                    f"latency is {'negative' if itl < 0 else 'zero'}: {itl:g} ms", field=where
+                )
                 continue
             if kk > k:
                 col.warn(f"k = {kk} exceeds max_num_speculative_tokens = {k}", field=where)
@@ -96,34 +100,47 @@ def parse_text(name: str, text: str) -> ParseResult:
                     field=f"batch_stats.{bs_key}",
                 )
         if keys != sorted(keys):
-            col.warn(f"batch size {bs}: draft keys are not sorted (vLLM requires sorted keys)",
-                     field=f"batch_stats.{bs_key}")
+            col.warn(
+                f"batch size {bs}: draft keys are not sorted (vLLM requires sorted keys)",
+                field=f"batch_stats.{bs_key}",
+            )
     if cfg.batch_stats and 1 not in {int_key(b) for b in cfg.batch_stats}:
-        col.warn("no batch size 1 in batch_stats (vLLM's manager requires it)",
-                 field="batch_stats")
+        col.warn("no batch size 1 in batch_stats (vLLM's manager requires it)", field="batch_stats")
     if not times_ms and not col.has_errors:
         col.error("batch_stats holds no latencies", field="batch_stats")
     if col.has_errors:
         return finish(FORMAT, "", col)
 
     warn_if_marginals_increase(col, rates, label="config", field="acceptance_rate_per_pos")
-    prov = Provenance(file=name, source="vLLM dynamic speculative decoding config",
-                      format=FORMAT)
+    prov = Provenance(file=name, source="vLLM dynamic speculative decoding config", format=FORMAT)
     m = np.asarray(rates, dtype=np.float64)
     curves: list[AcceptanceCurve] = []
     curve = build_curve(
-        col, label="vLLM dynamic-SD acceptance", mechanism=None, draft_style=None,
-        draft_lens=list(range(1, k + 1)), als=[float(a) for a in al_from_marginal(m)],
-        provenance=prov, conditional=[float(x) for x in conditional_from_marginal(m)],
-        max_supported=k, fields=[f"acceptance_rate_per_pos[{i}]" for i in range(k)],
+        col,
+        label="vLLM dynamic-SD acceptance",
+        mechanism=None,
+        draft_style=None,
+        draft_lens=list(range(1, k + 1)),
+        als=[float(a) for a in al_from_marginal(m)],
+        provenance=prov,
+        conditional=conditional_rates_of(m),
+        max_supported=k,
+        fields=[f"acceptance_rate_per_pos[{i}]" for i in range(k)],
     )
     if curve is not None:
         curves.append(curve)
     seconds = np.asarray(times_ms, dtype=np.float64) / 1e3
-    check_time_units(seconds, TimeColumn("batch_stats", "batch_stats", "ms", 1e3), "step", col,
-                     "median inter-token latencies")
+    check_time_units(
+        seconds,
+        TimeColumn("batch_stats", "batch_stats", "ms", 1e3),
+        "step",
+        col,
+        "median inter-token latencies",
+    )
     table = StepTimingTable(
-        batch=tuple(batch), draft_len=tuple(drafts), step_time_s=tuple(float(s) for s in seconds),
+        batch=tuple(batch),
+        draft_len=tuple(drafts),
+        step_time_s=tuple(float(s) for s in seconds),
         provenance=prov,
     )
     summary = (

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explorer.acceptance import al_from_marginal, conditional_from_marginal
+from explorer.acceptance import al_from_marginal
 from explorer.measured._common import (
     Collector,
     build_curve,
     check_al_consistency,
+    conditional_rates_of,
     finish,
     warn_if_marginals_increase,
 )
@@ -90,8 +91,7 @@ def parse_text(name: str, text: str) -> ParseResult:
         if base.endswith("_total"):
             base = base[: -len("_total")]
         if base not in COUNTERS:
-            saw_v0 = saw_v0 or base in ("draft_acceptance_rate", "efficiency",
-                                        "num_emitted_tokens")
+            saw_v0 = saw_v0 or base in ("draft_acceptance_rate", "efficiency", "num_emitted_tokens")
             continue
         labels = _parse_labels(raw_labels)
         if labels is None:
@@ -143,21 +143,31 @@ def parse_text(name: str, text: str) -> ParseResult:
         accepted = entry.totals.get("num_accepted_tokens")
         draft_tokens = entry.totals.get("num_draft_tokens")
         if drafts is None:
-            col.error(f"{label}: vllm:spec_decode_num_drafts is missing", entry.first_line,
-                      "vllm:spec_decode_num_drafts")
+            col.error(
+                f"{label}: vllm:spec_decode_num_drafts is missing",
+                entry.first_line,
+                "vllm:spec_decode_num_drafts",
+            )
             continue
         if drafts <= 0:
-            col.error(f"{label}: no drafts recorded yet (num_drafts = 0); scrape after traffic",
-                      entry.first_line, "vllm:spec_decode_num_drafts")
+            col.error(
+                f"{label}: no drafts recorded yet (num_drafts = 0); scrape after traffic",
+                entry.first_line,
+                "vllm:spec_decode_num_drafts",
+            )
             continue
         if accepted is None:
-            col.error(f"{label}: vllm:spec_decode_num_accepted_tokens is missing",
-                      entry.first_line, "vllm:spec_decode_num_accepted_tokens")
+            col.error(
+                f"{label}: vllm:spec_decode_num_accepted_tokens is missing",
+                entry.first_line,
+                "vllm:spec_decode_num_accepted_tokens",
+            )
             continue
         if draft_tokens is not None and accepted > draft_tokens:
             col.error(
                 f"{label}: {accepted:g} accepted tokens exceed {draft_tokens:g} draft tokens",
-                entry.first_line, "vllm:spec_decode_num_accepted_tokens",
+                entry.first_line,
+                "vllm:spec_decode_num_accepted_tokens",
             )
             continue
         al = 1.0 + accepted / drafts
@@ -170,7 +180,8 @@ def parse_text(name: str, text: str) -> ParseResult:
                 col.error(
                     f"{label}: per-position counters missing for position label(s) "
                     f"{', '.join(map(str, missing))}",
-                    entry.first_line, "vllm:spec_decode_num_accepted_tokens_per_pos",
+                    entry.first_line,
+                    "vllm:spec_decode_num_accepted_tokens_per_pos",
                 )
                 continue
             marg = np.asarray([entry.per_pos[p] / drafts for p in range(k)], dtype=np.float64)
@@ -179,12 +190,15 @@ def parse_text(name: str, text: str) -> ParseResult:
                 col.error(
                     f"{label}: position {p} accepted {entry.per_pos[p]:g} times in "
                     f"{drafts:g} drafts (rate {marg[p]:.4g} > 1)",
-                    entry.first_line, _pos_field(p),
+                    entry.first_line,
+                    _pos_field(p),
                 )
             if bad:
                 continue
             warn_if_marginals_increase(
-                col, marg.tolist(), label=label,
+                col,
+                marg.tolist(),
+                label=label,
                 field="vllm:spec_decode_num_accepted_tokens_per_pos",
             )
             check_al_consistency(
@@ -193,19 +207,28 @@ def parse_text(name: str, text: str) -> ParseResult:
             if mean_len is not None and mean_len > k + 1e-9:
                 col.error(
                     f"{label}: {mean_len:.4g} draft tokens per draft exceeds the {k} positions "
-                    f"counted", entry.first_line, "vllm:spec_decode_num_draft_tokens",
+                    f"counted",
+                    entry.first_line,
+                    "vllm:spec_decode_num_draft_tokens",
                 )
                 continue
             if mean_len is not None and mean_len < k - 1e-6:
                 col.warn(
                     f"{label}: {mean_len:.4g} draft tokens per draft on average, fewer than "
                     f"K = {k}: some drafts came up short (e.g. n-gram misses); rates are per "
-                    f"draft step", entry.first_line, "vllm:spec_decode_num_draft_tokens",
+                    f"draft step",
+                    entry.first_line,
+                    "vllm:spec_decode_num_draft_tokens",
                 )
             curve = build_curve(
-                col, label=label, mechanism=None, draft_style=None,
-                draft_lens=list(range(1, k + 1)), als=[float(a) for a in al_from_marginal(marg)],
-                provenance=prov, conditional=[float(x) for x in conditional_from_marginal(marg)],
+                col,
+                label=label,
+                mechanism=None,
+                draft_style=None,
+                draft_lens=list(range(1, k + 1)),
+                als=[float(a) for a in al_from_marginal(marg)],
+                provenance=prov,
+                conditional=conditional_rates_of(marg),
                 fields=[_pos_field(p) for p in range(k)],
             )
         else:
@@ -213,18 +236,26 @@ def parse_text(name: str, text: str) -> ParseResult:
                 col.error(
                     f"{label}: neither per-position counters nor "
                     f"vllm:spec_decode_num_draft_tokens: the draft length is unknown",
-                    entry.first_line, "vllm:spec_decode_num_draft_tokens",
+                    entry.first_line,
+                    "vllm:spec_decode_num_draft_tokens",
                 )
                 continue
             k = max(1, math.ceil(mean_len - 1e-9))
             if abs(mean_len - k) > 1e-6:
                 col.warn(
                     f"{label}: {mean_len:.4g} draft tokens per draft; read as D = {k}",
-                    entry.first_line, "vllm:spec_decode_num_draft_tokens",
+                    entry.first_line,
+                    "vllm:spec_decode_num_draft_tokens",
                 )
             curve = build_curve(
-                col, label=label, mechanism=None, draft_style=None, draft_lens=[k], als=[al],
-                provenance=prov, fields=["vllm:spec_decode_num_accepted_tokens"],
+                col,
+                label=label,
+                mechanism=None,
+                draft_style=None,
+                draft_lens=[k],
+                als=[al],
+                provenance=prov,
+                fields=["vllm:spec_decode_num_accepted_tokens"],
             )
         if curve is not None:
             curves.append(curve)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -19,6 +21,20 @@ MECH_COLORS = {
 }
 _LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "closest",
            "legend": {"orientation": "h", "y": -0.2}}
+
+
+def _vline(x: float, text: str, color: str = "gray", dash: str = "dot",
+           angle: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A vertical line and its label as plain layout dicts (Figure.add_vline is ~30 ms each)."""
+    shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+             "line": {"color": color, "dash": dash, "width": 1}}
+    note = {"x": x, "y": 1, "xref": "x", "yref": "paper", "text": text, "showarrow": False,
+            "textangle": angle, "font": {"size": 9}, "yanchor": "top" if angle else "bottom"}
+    return shape, note
+
+
+def _add_lines(fig: go.Figure, lines: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    fig.update_layout(shapes=[s for s, _ in lines], annotations=[a for _, a in lines])
 
 
 def _f32(a: np.ndarray) -> np.ndarray:
@@ -54,9 +70,14 @@ def speedup_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.
     ))
     no_fit = np.nonzero(~np.isfinite(s.z).any(axis=0))[0]
     if no_fit.size:
-        fig.add_vrect(x0=no_fit[0] - 0.5, x1=len(s.x) - 0.5, fillcolor="gray", opacity=0.15,
-                      line_width=0, annotation_text="does not fit in memory",
-                      annotation_position="top left")
+        x0 = float(no_fit[0]) - 0.5
+        fig.update_layout(
+            shapes=[{"type": "rect", "xref": "x", "yref": "paper", "x0": x0,
+                     "x1": len(s.x) - 0.5, "y0": 0, "y1": 1, "fillcolor": "gray",
+                     "opacity": 0.15, "line": {"width": 0}}],
+            annotations=[{"x": x0, "y": 1, "xref": "x", "yref": "paper", "showarrow": False,
+                          "text": "does not fit in memory", "xanchor": "left",
+                          "yanchor": "bottom", "font": {"size": 10}}])
     ticks = [i for i, v in enumerate(s.x) if np.log2(v) % 2 == 0]
     fig.update_layout(
         title=title, xaxis={"title": s.x_label + " (log scale)", "tickvals": ticks,
@@ -114,13 +135,10 @@ def tile_steps_figure(curves: list[TileCurve], current_d: int, normalized: bool)
             + f"<extra>{c.label}</extra>",
         ))
     groups = sorted({c.group for c in curves})
-    for g in groups:
-        for i, d in enumerate(tile_boundaries(g)):
-            fig.add_vline(x=d, line={"dash": "dot", "width": 1, "color": "gray"},
-                          annotation_text=f"G·(1+D)={128 * (i + 1)} (G={g:g})",
-                          annotation_textangle=-90, annotation_font_size=9)
-    fig.add_vline(x=current_d, line={"color": "lime", "width": 2},
-                  annotation_text="current D", annotation_position="top left")
+    lines = [_vline(d, f"G·(1+D)={128 * (i + 1)} (G={g:g})", angle=-90)
+             for g in groups for i, d in enumerate(tile_boundaries(g))]
+    lines.append(_vline(current_d, "current D", color="green", dash="solid"))
+    _add_lines(fig, lines)
     fig.update_layout(
         title=("Normalized attention throughput vs D" if normalized
                else "Attention time per layer vs D") + " — tile steps at G·(1+D) = 128·k",
@@ -140,9 +158,15 @@ def gemm_figure(curves: list[GemmCurve], ridge: float, peak_tflops: float,
             hovertemplate="B=%{x}<br>B·(1+D)=%{customdata:.0f} tokens<br>%{y:.0f} TFLOP/s"
             f"<extra>D={c.draft_len}</extra>",
         ))
-    fig.add_hline(y=peak_tflops, line={"dash": "dot"}, annotation_text="achievable peak")
-    fig.add_vline(x=ridge, line={"dash": "dash", "color": "gray"},
-                  annotation_text=f"ridge M*≈{ridge:.0f} tokens (D=0)")
+    # Shapes on a log axis take log10 coordinates.
+    ridge_line = _vline(float(np.log10(ridge)), f"ridge M*≈{ridge:.0f} tokens (D=0)",
+                        dash="dash")
+    peak = ({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": peak_tflops,
+             "y1": peak_tflops, "line": {"dash": "dot", "color": "gray", "width": 1}},
+            {"x": 0, "y": peak_tflops, "xref": "paper", "yref": "y", "showarrow": False,
+             "text": "achievable peak (η_c × dense peak)", "yanchor": "bottom",
+             "xanchor": "left", "font": {"size": 9}})
+    _add_lines(fig, [ridge_line, peak])
     fig.update_layout(title=f"6144×6144 GEMM on {hardware}: achieved TFLOP/s vs batch",
                       xaxis={"title": "batch B (sequences, log scale)", "type": "log"},
                       yaxis={"title": "achieved TFLOP/s"}, **_LAYOUT)
@@ -151,7 +175,24 @@ def gemm_figure(curves: list[GemmCurve], ridge: float, peak_tflops: float,
 
 def al_figure(curves: list[ALCurve], selected: str) -> go.Figure:
     fig = go.Figure()
+    priors = [c for c in curves if not c.measured or "this scenario" in c.label]
+    samples: dict[str, list[ALCurve]] = {}
     for c in curves:
+        if c.measured and "this scenario" not in c.label:
+            samples.setdefault(c.mechanism, []).append(c)
+    for mech, group in samples.items():  # one trace per mechanism: NaN-separated curves
+        xs = np.concatenate([np.append(c.draft_len, np.nan) for c in group])
+        ys = np.concatenate([np.append(c.acceptance_length, np.nan) for c in group])
+        text = [f"{c.label[:70]}<br>{c.provenance[:110]}" for c in group
+                for _ in range(len(c.draft_len) + 1)]
+        fig.add_trace(go.Scatter(
+            x=_f32(xs), y=_f32(ys), mode="lines+markers", text=text,
+            name=f"{mech}: {len(group)} published curve(s)",
+            visible=True if mech == selected else "legendonly",
+            line={"color": MECH_COLORS.get(mech, "#888"), "width": 1},
+            marker={"size": 5},
+            hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>%{text}<extra>" + mech + "</extra>"))
+    for c in priors:
         color = MECH_COLORS.get(c.mechanism, "#888")
         is_prior = not c.measured
         visible: bool | str = True if (c.mechanism == selected or is_prior) else "legendonly"
@@ -201,8 +242,8 @@ def pareto_figure(with_spec: ParetoFrontier, without: ParetoFrontier,
                              name="current B without spec",
                              marker={"symbol": "circle-open", "size": 12, "color": "#888"}))
     if slo:
-        fig.add_vline(x=slo, line={"dash": "dash", "color": "orange"},
-                      annotation_text=f"SLO {slo:g} tok/s/user")
+        _add_lines(fig, [_vline(float(np.log10(slo)), f"SLO {slo:g} tok/s/user",
+                                color="orange", dash="dash")])
     fig.update_layout(title="Pareto frontier: throughput per GPU vs speed per user",
                       xaxis={"title": "tokens/s per user (interactivity, log)", "type": "log"},
                       yaxis={"title": "tokens/s per GPU (throughput, log)", "type": "log"},
