@@ -433,3 +433,10 @@ def test_csv_parser_errors_become_problems() -> None:
 def test_problem_str_names_row_and_field() -> None:
     p = Problem(row=3, field="AL", message="bad")
     assert str(p) == "error (row 3, field 'AL'): bad"
+
+
+def test_wide_layout_row_without_any_rate() -> None:
+    r = parse("pos.csv", "position,conditional,marginal\n1,0.8,\n2,,\n")
+    assert_failed(r)
+    p = find(r, "no rate in this row")
+    assert (p.row, p.field) == (2, "conditional")

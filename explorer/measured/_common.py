@@ -350,6 +350,7 @@ def parse_numbers(
     if integer:
         with np.errstate(invalid="ignore"):
             report(finite & (np.mod(num, 1.0) != 0), f"{what} must be a whole number, got {{v}}")
+            report(finite & (np.abs(num) > 2.0**53), f"{what} is too large: {{v}}")
     with np.errstate(invalid="ignore"):
         if positive:
             neg = "negative" if what.endswith("time") else "not positive"

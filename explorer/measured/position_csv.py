@@ -147,6 +147,10 @@ def parse_text(name: str, text: str) -> ParseResult:
                 what=f"{wide_kind} rate",
             )
             sources.append((wide_kind, wide_col, nums))
+    if not any(src_kind is None for src_kind, _, _ in sources):
+        no_rate = np.logical_and.reduce([nums.empty for _, _, nums in sources])
+        for j in np.flatnonzero(no_rate):
+            col.error("no rate in this row", int(tab.rows[j]), sources[0][1])
 
     mech_col = find_column(h, MECHANISM_ALIASES)
     mech_raw = tab.text(mech_col)

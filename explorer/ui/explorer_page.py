@@ -23,8 +23,10 @@ from explorer.view_data import (
     time_breakdown,
 )
 
-FALLBACKS = {"group": {"group": None}, "tp": {"tp": 1}, "draft_model": {"mechanism": "eagle3"},
-             "layers": {"layers": None}}
+FALLBACKS: dict[str, dict[str, Any]] = {
+    "group": {"group": None}, "tp": {"tp": 1}, "draft_model": {"mechanism": "eagle3"},
+    "layers": {"layers": None},
+}
 
 
 def build_scenario(values: dict[str, Any], uploaded: Any = None) -> tuple[Scenario, list[str]]:
@@ -168,10 +170,11 @@ def render(values: dict[str, Any], uploaded: Any = None) -> None:
     with tabs[4]:
         with_spec, without = v["pareto"]
         slo = float(values.get("slo") or 0)
+        current = None
+        if ev.tokens_per_s_per_user is not None and ev.tokens_per_s_per_gpu is not None:
+            current = (ev.tokens_per_s_per_user, ev.tokens_per_s_per_gpu)
         st.plotly_chart(figures.pareto_figure(
-            with_spec, without,
-            (ev.tokens_per_s_per_user, ev.tokens_per_s_per_gpu)
-            if ev.tokens_per_s_per_user else None,
+            with_spec, without, current,
             (ev.baseline_tokens_per_s_per_user, ev.baseline_tokens_per_s_per_gpu), slo),
             width="stretch", key="fig_pareto")
         if slo > 0:
