@@ -6,7 +6,7 @@ import time
 
 import streamlit as st
 
-from explorer.ui import controls, explorer_page, sources_page
+from explorer.ui import controls, data_page, explorer_page, sources_page
 
 _started = time.perf_counter()
 st.set_page_config(page_title="SpecDec Explorer", page_icon=":material/bolt:", layout="wide")
@@ -17,7 +17,12 @@ st.query_params["v"] = "1"
 
 def explorer() -> None:
     controls.show_url_warnings()
-    explorer_page.render(values)
+    explorer_page.render(values, data_page.active_curve(), data_page.hardware_overrides())
+
+
+def data() -> None:
+    data_page.render(explorer_page.current_scenario(
+        values, data_page.active_curve(), data_page.hardware_overrides()))
 
 
 def sources() -> None:
@@ -26,6 +31,7 @@ def sources() -> None:
 
 page = st.navigation([
     st.Page(explorer, title="Explorer", icon=":material/bolt:", url_path="explorer", default=True),
+    st.Page(data, title="Measured data", icon=":material/upload_file:", url_path="data"),
     st.Page(sources, title="Presets & sources", icon=":material/menu_book:", url_path="sources"),
 ])
 page.run()

@@ -85,3 +85,33 @@ def test_bad_link_warns_in_the_page(chromium, app_url: str):
     assert "URL parameter 'd=99'" in body and "URL parameter 'hw=nope'" in body
     assert metric_text(page, "Speedup").endswith("×")
     page.close()
+
+
+def test_upload_curve_then_broken_file_keeps_the_old_curve(chromium, app_url: str,
+                                                           artifacts: Path, tmp_path: Path):
+    page = chromium.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(app_url + "/data")
+    settle(page)
+    upload = page.get_by_test_id("stFileUploader").locator("input[type='file']")
+    sample = Path(__file__).resolve().parent.parent / "data" / "samples" / "al_curve.csv"
+    upload.set_input_files(str(sample))
+    settle(page)
+    page.wait_for_selector("text=Loaded datasets", timeout=30_000)
+    assert page.locator("[data-testid='stPlotlyChart']").count() >= 1
+    assert "al_curve.csv" in page.locator("body").inner_text()
+
+    broken = tmp_path / "broken.csv"
+    broken.write_text("mechanism,dataset,D,AL\neagle3,gsm8k,2,3.9\nmedusa,gsm8k,x,1.2\n")
+    upload.set_input_files(str(broken))
+    settle(page)
+    body = page.locator("body").inner_text()
+    assert "broken.csv" in body and "was not loaded" in body
+    assert "row 1" in body and "row 2" in body, body[:2000]
+    assert "al_curve.csv" in body, "the earlier dataset is still loaded"
+    assert page.locator("[data-testid='stPlotlyChart']").count() >= 1
+    page.screenshot(path=str(artifacts / "data_upload.png"), full_page=True)
+
+    page.goto(app_url + "/?acc=upload&v=1")  # same session? no: a fresh page has no upload
+    settle(page)
+    assert "no uploaded curve yet" in page.locator("body").inner_text()
+    page.close()

@@ -440,3 +440,13 @@ def test_wide_layout_row_without_any_rate() -> None:
     assert_failed(r)
     p = find(r, "no rate in this row")
     assert (p.row, p.field) == (2, "conditional")
+
+
+def test_absurd_sizes_are_rejected_not_expanded() -> None:
+    pos = parse("pos.csv", "position,rate,kind\n999999999,0.5,marginal\n")
+    assert find(pos, "position must be <= 1024").row == 1
+    label = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="999999999"} 1\n'
+    metrics = parse("metrics.txt", "vllm:spec_decode_num_drafts_total 10\n" + label)
+    assert find(metrics, 'position label "999999999"').row == 2
+    big = parse("k.csv", "kind,m,n,k,dtype,time_us\ngemm,1e20,8,8,bf16,3\n")
+    assert (find(big, "too large").row, find(big, "too large").field) == (1, "m")

@@ -44,6 +44,7 @@ MAX_PROBLEMS = 10_000
 AL_CONSISTENCY_TOL = 0.02
 # Conditional and marginal vectors given together must agree to this (files round to 1e-6).
 RATE_CONSISTENCY_TOL = 1e-3
+MAX_INT = 2**53  # larger "whole numbers" are float noise, and overflow int64 columns
 
 
 class Collector:
@@ -350,7 +351,7 @@ def parse_numbers(
     if integer:
         with np.errstate(invalid="ignore"):
             report(finite & (np.mod(num, 1.0) != 0), f"{what} must be a whole number, got {{v}}")
-            report(finite & (np.abs(num) > 2.0**53), f"{what} is too large: {{v}}")
+            report(finite & (np.abs(num) > MAX_INT), f"{what} is too large: {{v}}")
     with np.errstate(invalid="ignore"):
         if positive:
             neg = "negative" if what.endswith("time") else "not positive"
@@ -630,16 +631,17 @@ def json_number(value: object) -> float | None:
 
 def json_int(value: object) -> int | None:
     v = json_number(value)
-    if v is None or not math.isfinite(v) or v != int(v):
+    if v is None or not math.isfinite(v) or v != int(v) or abs(v) > MAX_INT:
         return None
     return int(v)
 
 
 def int_key(key: str) -> int | None:
     try:
-        return int(str(key).strip())
+        v = int(str(key).strip())
     except ValueError:
         return None
+    return v if abs(v) <= MAX_INT else None
 
 
 def join_nonempty(parts: Iterable[str | None], sep: str = " · ") -> str:

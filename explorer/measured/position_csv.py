@@ -60,6 +60,7 @@ FORMAT = "position_acceptance_csv"
 
 Kind = Literal["conditional", "marginal"]
 POSITION_ALIASES = ("position", "pos", "draft_position")
+MAX_POSITION = 1024
 RATE_ALIASES = ("rate", "acceptance", "acceptance_rate", "accept_rate", "value")
 KIND_ALIASES = ("kind", "rate_kind", "type")
 CONDITIONAL_COLUMNS = ("conditional", "conditional_rate", "conditional_acceptance")
@@ -113,7 +114,9 @@ def parse_text(name: str, text: str) -> ParseResult:
         return finish(FORMAT, "", col)
 
     n_rows = len(tab.df)
-    pos = parse_numbers(tab, pos_col, col, integer=True, minimum=1, what="position")
+    pos = parse_numbers(
+        tab, pos_col, col, integer=True, minimum=1, maximum=MAX_POSITION, what="position"
+    )
     # (kind, rates) for every rate source in the file.
     sources: list[tuple[Kind | None, str, Numbers]] = []
     kinds_per_row: list[Kind | None] = [None] * n_rows

@@ -33,6 +33,7 @@ from explorer.measured._common import (
 from explorer.measured.types import AcceptanceCurve, ParseResult, Provenance
 
 FORMAT = "vllm_metrics"
+MAX_POSITIONS = 1024
 PREFIX = "vllm:spec_decode_"
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\S+)?\s*$")
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
@@ -114,8 +115,12 @@ def parse_text(name: str, text: str) -> ParseResult:
                 p = int(pos_raw) if pos_raw is not None else -1
             except ValueError:
                 p = -1
-            if p < 0:
-                col.error(f'position label "{pos_raw}" is not an integer >= 0', lineno, metric)
+            if not 0 <= p < MAX_POSITIONS:
+                col.error(
+                    f'position label "{pos_raw}" is not an integer in 0..{MAX_POSITIONS - 1}',
+                    lineno,
+                    metric,
+                )
                 continue
             entry.per_pos[p] += value
         else:

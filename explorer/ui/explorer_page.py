@@ -10,8 +10,9 @@ import streamlit as st
 
 from explorer.analysis import Evaluation, best_draft_len, evaluate, pareto
 from explorer.guidelines import Recommendation, recommend
+from explorer.hardware import HardwareOverrides
 from explorer.model_errors import ScenarioError
-from explorer.scenario import Scenario
+from explorer.scenario import MeasuredCurve, Scenario
 from explorer.ui import figures
 from explorer.url_state import scenario_from_view
 from explorer.view_data import (
@@ -29,10 +30,17 @@ FALLBACKS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_scenario(values: dict[str, Any], uploaded: Any = None) -> tuple[Scenario, list[str]]:
+def build_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
+                   overrides: HardwareOverrides | None = None) -> tuple[Scenario, list[str]]:
     """The scenario to show; a field the model rejects is named and reset to its default."""
     notes: list[str] = []
+    if values.get("acc") == "upload" and uploaded is None:
+        notes.append("AL source 'upload': no uploaded curve yet (Measured data page) — "
+                     "using the mechanism prior.")
     sc = scenario_from_view(values, uploaded)
+    if overrides is not None:
+        sc = sc.model_copy(update={"hardware_overrides": overrides})
+        notes.append(f"Hardware calibrated to your timings: {overrides.label}")
     for _ in range(len(FALLBACKS) + 1):
         try:
             evaluate(sc)
@@ -86,12 +94,21 @@ def slo_answer(with_spec: Any, without: Any, slo: float) -> tuple[str, str]:
     return spec, base
 
 
-def render(values: dict[str, Any], uploaded: Any = None) -> None:
+def current_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
+                     overrides: HardwareOverrides | None = None) -> Scenario | None:
+    try:
+        return build_scenario(values, uploaded, overrides)[0]
+    except (ScenarioError, ValueError):
+        return None
+
+
+def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
+           overrides: HardwareOverrides | None = None) -> None:
     st.title("SpecDec Explorer")
     st.caption("Should this deployment use speculative decoding — which drafter, which D, at "
                "which batch? speedup = T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft(B, D))")
     try:
-        sc, notes = build_scenario(values, uploaded)
+        sc, notes = build_scenario(values, uploaded, overrides)
     except (ScenarioError, ValueError) as exc:
         st.error(f"This scenario cannot be evaluated: {exc}")
         return

@@ -1,0 +1,205 @@
+"""Measured data in: upload, validate, name, use as the AL source, calibrate the hardware."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from explorer.calibration import back_out_draft_cost, fit_kernel_efficiencies
+from explorer.hardware import HardwareOverrides
+from explorer.measured import FORMATS, ParseResult, json_schema, parse_bytes
+from explorer.scenario import MeasuredCurve, Scenario
+from explorer.speedup import scenario_model
+
+DATASETS = "datasets"  # name → ParseResult, in this browser session
+ACTIVE_CURVE = "active_curve"  # "dataset name::curve index"
+OVERRIDES = "hw_overrides"  # HardwareOverrides applied to the whole explorer
+UPLOAD_ERRORS = "upload_errors"
+
+
+def datasets() -> dict[str, ParseResult]:
+    return st.session_state.setdefault(DATASETS, {})  # type: ignore[no-any-return]
+
+
+def active_curve() -> MeasuredCurve | None:
+    """The uploaded curve chosen as the AL source, as the scenario's MeasuredCurve."""
+    key = st.session_state.get(ACTIVE_CURVE)
+    if not key:
+        return None
+    name, _, idx = key.partition("::")
+    result = datasets().get(name)
+    if result is None or not idx.isdigit() or int(idx) >= len(result.curves):
+        return None
+    c = result.curves[int(idx)]
+    p = c.provenance
+    source = "; ".join(x for x in (f"file {p.file}", p.source, p.model and f"model {p.model}",
+                                   p.dataset and f"dataset {p.dataset}",
+                                   p.temperature is not None and f"T={p.temperature:g}") if x)
+    return MeasuredCurve(label=f"{name}: {c.label}"[:200], draft_lens=c.draft_lens,
+                         acceptance_lengths=c.acceptance_lengths, source=source[:500])
+
+
+def hardware_overrides() -> HardwareOverrides | None:
+    value = st.session_state.get(OVERRIDES)
+    return value if isinstance(value, HardwareOverrides) else None
+
+
+def _ingest() -> None:
+    """on_change of the uploader: a bad file never replaces what the user already has."""
+    upload = st.session_state.get("upload")
+    if upload is None:
+        return
+    result = parse_bytes(upload.name, upload.getvalue())
+    if not result.ok:
+        st.session_state[UPLOAD_ERRORS] = (upload.name, result)
+        return
+    st.session_state[UPLOAD_ERRORS] = None
+    name = (st.session_state.get("dataset_name") or upload.name).strip()[:80]
+    datasets()[name] = result
+    if result.curves and not st.session_state.get(ACTIVE_CURVE):
+        st.session_state[ACTIVE_CURVE] = f"{name}::0"
+
+
+def render(scenario: Scenario | None) -> None:
+    st.title("Measured data")
+    st.caption("Bring your own acceptance curves and kernel/step timings, in the formats your "
+               "tools already write. Validation names every problem by row and field; an invalid "
+               "file never replaces the data you already loaded.")
+    st.text_input("Dataset name (optional; defaults to the file name)", key="dataset_name",
+                  max_chars=80)
+    st.file_uploader("Upload a file", key="upload", on_change=_ingest,
+                     type=["csv", "json", "jsonl", "txt", "prom"])
+    err = st.session_state.get(UPLOAD_ERRORS)
+    if err:
+        fname, result = err
+        lines = [f"- row {p.row if p.row is not None else '—'}, field "
+                 f"`{p.field or '—'}`: {p.message}" for p in result.problems
+                 if p.severity == "error"]
+        st.error(f"**{fname}** was not loaded ({result.format}): {len(lines)} problem(s)\n\n"
+                 + "\n".join(lines[:50]) + ("\n- …" if len(lines) > 50 else ""))
+
+    loaded = datasets()
+    if loaded:
+        st.subheader("Loaded datasets")
+        for name, result in list(loaded.items()):
+            with st.container(border=True):
+                cols = st.columns([5, 1])
+                cols[0].markdown(f"**{name}** — {result.format}: {result.summary}")
+                if cols[1].button("Remove", key=f"rm_{name}"):
+                    del loaded[name]
+                    st.rerun()
+                for p in result.problems:
+                    st.caption(f"warning — row {p.row}, field {p.field}: {p.message}")
+        _curves_section(loaded)
+        if scenario is not None:
+            _calibration_section(loaded, scenario)
+            _draft_section(loaded, scenario)
+    _templates_section()
+
+
+def _curves_section(loaded: dict[str, ParseResult]) -> None:
+    options = [f"{n}::{i}" for n, r in loaded.items() for i in range(len(r.curves))]
+    if not options:
+        return
+    st.subheader("Acceptance curves")
+    labels = {f"{n}::{i}": f"{n}: {c.label}" for n, r in loaded.items()
+              for i, c in enumerate(r.curves)}
+    if st.session_state.get(ACTIVE_CURVE) not in options:
+        st.session_state[ACTIVE_CURVE] = options[0]
+    st.radio("AL source for the explorer (with 'upload' selected in the sidebar)", options,
+             key=ACTIVE_CURVE, format_func=labels.__getitem__)
+    fig = go.Figure()
+    for n, r in loaded.items():
+        for c in r.curves:
+            p = c.provenance
+            prov = (f"file {p.file}; format {p.format}; source {p.source or '—'}; model "
+                    f"{p.model or '—'}; dataset {p.dataset or '—'}; T {p.temperature}")
+            fig.add_trace(go.Scatter(
+                x=np.asarray(c.draft_lens), y=np.asarray(c.acceptance_lengths),
+                mode="lines+markers", name=f"{n}: {c.label}"[:60],
+                hovertemplate="D=%{x}<br>AL=%{y:.3f}<br>" + prov.replace("%", "%%")[:200]
+                + "<extra></extra>"))
+    fig.update_layout(title="Uploaded acceptance curves", xaxis_title="draft length D",
+                      yaxis_title="AL (tokens per target step)")
+    st.plotly_chart(fig, width="stretch", key="fig_uploaded_al")
+
+
+def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
+    tables = [r.kernel_timings for r in loaded.values() if r.kernel_timings is not None]
+    if not tables:
+        return
+    st.subheader("Calibrate the hardware to your kernel timings")
+    hw = scenario_model(scenario.model_copy(update={"hardware_overrides": None})).r.hardware
+    t = tables[-1]
+    cal = fit_kernel_efficiencies(hw, t.gemm if t.gemm.time_s else None,
+                                  t.attention if t.attention.time_s else None)
+    st.markdown(f"{cal.summary}  \nMAPE **{cal.mape_before:.1f}% → {cal.mape_after:.1f}%** "
+                f"on {hw.name}.")
+    for note in cal.notes:
+        st.caption(note)
+    measured = np.asarray(cal.measured_s) * 1e6
+    fig = go.Figure()
+    for label, pred in (("preset", cal.predicted_before_s), ("calibrated", cal.predicted_after_s)):
+        p = np.asarray(pred) * 1e6
+        fig.add_trace(go.Scatter(
+            x=measured, y=p, mode="markers", name=f"{label} model",
+            customdata=(p - measured) / measured * 100,
+            hovertemplate="measured %{x:.1f} µs<br>model %{y:.1f} µs<br>residual "
+            "%{customdata:+.1f}%<extra>" + label + "</extra>"))
+    lo, hi = float(measured.min()), float(measured.max())
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="model = measured",
+                             line={"dash": "dot", "color": "gray"}))
+    fig.update_layout(title="Model vs measured kernel time", xaxis={"title": "measured (µs)",
+                      "type": "log"}, yaxis={"title": "model (µs)", "type": "log"})
+    st.plotly_chart(fig, width="stretch", key="fig_calibration")
+    cols = st.columns(2)
+    if cols[0].button("Apply calibrated hardware to the explorer", key="apply_cal"):
+        st.session_state[OVERRIDES] = cal.overrides
+    if cols[1].button("Back to the preset", key="clear_cal"):
+        st.session_state[OVERRIDES] = None
+    if hardware_overrides() is not None:
+        st.info(f"The explorer uses calibrated hardware: {hardware_overrides().label}")  # type: ignore[union-attr]
+
+
+def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
+    tables = [r.step_timings for r in loaded.values() if r.step_timings is not None]
+    if not tables:
+        return
+    t = tables[-1]
+    d = np.asarray(t.draft_len)
+    spec = d > 0
+    if not spec.any():
+        return
+    st.subheader("Draft cost backed out of measured step times")
+    out = back_out_draft_cost(scenario_model(scenario), np.asarray(t.batch)[spec], d[spec],
+                              scenario.context, np.asarray(t.step_time_s)[spec])
+    st.markdown(f"{out.summary}  \nT_draft = measured step − model T_verif(B·(1+D)), for "
+                f"{scenario.mechanism} on {scenario.model}.")
+    if out.n_negative:
+        st.warning(out.message)
+    labels = [f"B={b}, D={k}" for b, k in zip(out.batch, out.draft_len, strict=True)]
+    fig = go.Figure([
+        go.Bar(x=labels, y=np.asarray(out.t_draft_measured_s) * 1e3, name="backed out"),
+        go.Bar(x=labels, y=np.asarray(out.t_draft_model_s) * 1e3, name="model T_draft"),
+    ])
+    fig.update_layout(title="Draft cost: measured (backed out) vs model", barmode="group",
+                      yaxis_title="T_draft (ms)", xaxis_title="operating point")
+    st.plotly_chart(fig, width="stretch", key="fig_draft_backout")
+
+
+def _templates_section() -> None:
+    st.subheader("Formats, templates and schemas")
+    for name, info in FORMATS.items():
+        with st.expander(f"{info.title} (`{name}`)"):
+            st.markdown(info.description)
+            c = st.columns(2)
+            c[0].download_button("Template", info.template, file_name=info.filename,
+                                 mime=info.media_type, key=f"tpl_{name}")
+            schema: Any = json_schema(name)
+            c[1].download_button("JSON schema", json.dumps(schema, indent=2).encode(),
+                                 file_name=f"{name}.schema.json", mime="application/json",
+                                 key=f"schema_{name}")
