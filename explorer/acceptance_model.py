@@ -32,6 +32,7 @@ def curve_al(curve: MeasuredCurve, draft_len: npt.ArrayLike, block: bool) -> ALR
     with the last marginal's geometric decay, flagged as extrapolated — never silently.
     """
     d = np.asarray(draft_len, dtype=np.float64)
+    name = f"measured curve '{curve.label}'" + (f" [{curve.source}]" if curve.source else "")
     xs = np.concatenate([[0.0], np.asarray(curve.draft_lens, dtype=np.float64)])
     ys = np.concatenate([[1.0], np.asarray(curve.acceptance_lengths, dtype=np.float64)])
     ys = np.maximum.accumulate(ys)  # a non-monotone measurement is flattened, not followed down
@@ -41,7 +42,7 @@ def curve_al(curve: MeasuredCurve, draft_len: npt.ArrayLike, block: bool) -> ALR
         measured = np.isin(d, xs)
         out = np.where(measured, np.interp(d, xs, ys), np.nan)
         out = np.where(d == 0, 1.0, out)
-        return ALResult(out, np.zeros_like(d, dtype=bool), f"measured curve '{curve.label}'")
+        return ALResult(out, np.zeros_like(d, dtype=bool), name)
     inside = PchipInterpolator(xs, ys)(np.clip(d, 0.0, d_max)) if len(xs) > 2 else np.interp(
         np.clip(d, 0.0, d_max), xs, ys
     )
@@ -52,7 +53,7 @@ def curve_al(curve: MeasuredCurve, draft_len: npt.ArrayLike, block: bool) -> ALR
     tail = last_m * ratio * (1.0 - ratio**k) / (1.0 - ratio) if ratio > 0 else np.zeros_like(k)
     al = np.where(extrapolated, ys[-1] + tail, inside)
     al = np.clip(al, 1.0, 1.0 + d)
-    note = f"measured curve '{curve.label}'"
+    note = name
     if bool(extrapolated.any()):
         note += f" (extrapolated past D={int(d_max)})"
     return ALResult(np.asarray(al, dtype=np.float64), extrapolated, note)

@@ -13,12 +13,15 @@ import numpy as np
 from pydantic import ValidationError
 
 from explorer.analysis import evaluate
+from explorer.calibration import fit_kernel_efficiencies, fit_step_overheads
 from explorer.guidelines import recommend
 from explorer.hardware import HardwareSpec
 from explorer.kernels import attention_time, gemm_time
+from explorer.measured import ParseResult, validate_path
 from explorer.model_errors import ScenarioError
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
-from explorer.scenario import Scenario, scenario_json_schema
+from explorer.scenario import Acceptance, MeasuredCurve, Scenario, scenario_json_schema
+from explorer.speedup import scenario_model
 from explorer.sweep import sweep
 
 # Scenario field → the flag that sets it, so errors name what the user typed.
@@ -28,6 +31,7 @@ FLAG_OF_FIELD = {
     "group": "--group", "layers": "--layers", "rho": "--rho", "context": "--context",
     "tp": "--tp", "dtype": "--dtype", "kv_dtype": "--kv-dtype", "verify_width": "--verify-width",
     "acceptance": "--alpha/--al", "alpha": "--alpha", "fixed_al": "--al",
+    "al_file": "--al-file", "timings_file": "--timings-file",
 }
 MAX_GRID_POINTS = 2_000_000
 
@@ -98,6 +102,11 @@ def _add_scenario_options(p: argparse.ArgumentParser, lists: bool) -> None:
     acc = p.add_mutually_exclusive_group()
     acc.add_argument("--alpha", type=float, help="i.i.d. acceptance rate α in [0, 1]")
     acc.add_argument("--al", type=float, help="a fixed AL at the given D (1 ≤ AL ≤ 1+D)")
+    p.add_argument("--al-file", metavar="FILE",
+                   help="measured AL data (any format `validate` knows): the curve for the "
+                   "mechanism becomes the AL source")
+    p.add_argument("--timings-file", metavar="FILE",
+                   help="measured kernel or step timings: calibrates the hardware preset")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -111,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", help="write to FILE (.parquet or .csv) instead of CSV on stdout")
     sub.add_parser("presets", help="list preset names").add_argument("--json", action="store_true")
     sub.add_parser("schema", help="print the scenario JSON schema")
+    v = sub.add_parser("validate", help="recognise and check a measured-data file")
+    v.add_argument("file")
+    v.add_argument("--json", action="store_true")
     k = sub.add_parser("kernel", help="one kernel's predicted time")
     ksub = k.add_subparsers(dest="kernel", required=True, parser_class=_Parser)
     kg = ksub.add_parser("gemm")
@@ -159,7 +171,7 @@ def scenario_from_args(args: argparse.Namespace, overrides: dict[str, object] | 
     elif args.al is not None:
         base["acceptance"] = {"kind": "fixed", "fixed_al": args.al}
     try:
-        return Scenario.model_validate(base)
+        scenario = Scenario.model_validate(base)
     except ValidationError as exc:
         err = exc.errors()[0]
         msg = str(err["msg"]).removeprefix("Value error, ")
@@ -167,6 +179,80 @@ def scenario_from_args(args: argparse.Namespace, overrides: dict[str, object] | 
         if not err["loc"] and sep and field in FLAG_OF_FIELD:  # model-level checks name a field
             raise UsageError(f"argument {FLAG_OF_FIELD[field]}: {rest}") from None
         raise UsageError(f"argument {_flag_for(tuple(err['loc']))}: {msg}") from None
+    if getattr(args, "al_file", None):
+        scenario = _with_al_file(scenario, args.al_file)
+    if getattr(args, "timings_file", None):
+        scenario = _with_timings_file(scenario, args.timings_file)
+    return scenario
+
+
+def _load(path: str, flag: str) -> ParseResult:
+    result = validate_path(path)
+    if not result.ok:
+        errors = [p for p in result.problems if p.severity == "error"]
+        first = errors[0] if errors else None
+        where = f" (row {first.row}, field {first.field})" if first else ""
+        raise UsageError(f"argument {flag}: '{path}' is not valid {result.format}: "
+                         f"{len(errors)} problem(s){where}: "
+                         f"{first.message if first else result.summary}; run `validate` for all")
+    return result
+
+
+def _with_al_file(scenario: Scenario, path: str) -> Scenario:
+    result = _load(path, "--al-file")
+    curves = [c for c in result.curves if c.mechanism == scenario.mechanism] or [
+        c for c in result.curves if c.mechanism is None]
+    if not curves:
+        have = sorted({c.mechanism or "?" for c in result.curves})
+        raise UsageError(f"argument --al-file: no curve for mechanism '{scenario.mechanism}' in "
+                         f"'{path}' (it has: {', '.join(have) or 'no curves'})")
+    c = curves[0]
+    p = c.provenance
+    source = "; ".join(x for x in (f"file {p.file}", f"format {p.format}", p.source,
+                                   p.model and f"model {p.model}",
+                                   p.dataset and f"dataset {p.dataset}",
+                                   p.temperature is not None and f"temperature {p.temperature:g}")
+                       if x)
+    curve = MeasuredCurve(label=c.label[:200], draft_lens=c.draft_lens,
+                          acceptance_lengths=c.acceptance_lengths, source=source[:500])
+    return scenario.model_copy(update={"acceptance": Acceptance(kind="curve", curve=curve)})
+
+
+def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
+    result = _load(path, "--timings-file")
+    model = scenario_model(scenario)
+    if result.kernel_timings is not None:
+        t = result.kernel_timings
+        cal = fit_kernel_efficiencies(model.r.hardware, t.gemm if t.gemm.time_s else None,
+                                      t.attention if t.attention.time_s else None)
+        label = f"{cal.overrides.label} from {path}; MAPE {cal.mape_before:.1f}% → " \
+                f"{cal.mape_after:.1f}%"
+        overrides = cal.overrides.model_copy(update={"label": label[:200]})
+    elif result.step_timings is not None:
+        s = result.step_timings
+        d = np.asarray(s.draft_len)
+        width = np.asarray(s.verify_tokens) if s.verify_tokens else 1 + d
+        step = fit_step_overheads(model, np.asarray(s.batch), width, scenario.context,
+                                  np.asarray(s.step_time_s))
+        label = f"step overhead fitted to {len(d)} step times from {path}; MAPE " \
+                f"{step.mape_before:.1f}% → {step.mape_after:.1f}%"
+        overrides = step.overrides.model_copy(update={"label": label[:200]})
+    else:
+        raise UsageError(f"argument --timings-file: '{path}' holds no timings ({result.format})")
+    return scenario.model_copy(update={"hardware_overrides": overrides})
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    result = validate_path(args.file)
+    if args.json:
+        _print_json(result.model_dump(include={"format", "summary", "problems"}))
+    else:
+        print(f"{args.file}: {result.format} — {result.summary}")
+        for p in result.problems:
+            where = ", ".join(x for x in (p.row is not None and f"row {p.row}",
+                                          p.field and f"field {p.field}") if x)
+            print(f"  {p.severity}: {where + ': ' if where else ''}{p.message}")
+    return 0 if result.ok else 2
 
 
 def _print_json(obj: Any) -> None:
@@ -324,8 +410,8 @@ def cmd_kernel(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"evaluate": cmd_evaluate, "recommend": cmd_recommend, "sweep": cmd_sweep,
-            "presets": cmd_presets, "kernel": cmd_kernel}
+COMMANDS = {"validate": cmd_validate, "evaluate": cmd_evaluate, "recommend": cmd_recommend,
+            "sweep": cmd_sweep, "presets": cmd_presets, "kernel": cmd_kernel}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -143,3 +143,38 @@ def test_module_entry_point_and_core_imports_no_ui():
     r = subprocess.run([sys.executable, "-m", "explorer", "evaluate", "--batch", "-1"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--batch" in r.stderr
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
+
+
+def test_validate_recognises_each_sample_and_lists_every_problem(tmp_path: Path):
+    code, out, _ = run("validate", str(SAMPLES / "vllm_metrics.txt"))
+    assert code == 0 and "vllm_metrics" in out
+    bad = tmp_path / "bad.csv"
+    bad.write_text("mechanism,dataset,D,AL\neagle3,a,2,3.5\nmedusa,a,1,1.5\neagle3,b,3,-1\n")
+    code, out, _ = run("validate", str(bad))
+    assert code == 2
+    assert "row 1" in out and "row 2" in out and "row 3" in out
+
+
+def test_al_file_and_timings_file_feed_the_evaluation_and_name_their_source():
+    code, out, _ = run("evaluate", "--mechanism", "mtp", "--draft-len", "3", "--al-file",
+                       str(SAMPLES / "al_curve.csv"), "--timings-file",
+                       str(SAMPLES / "kernel_timings.csv"), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["acceptance_length"] == pytest.approx(2.82)
+    assert "al_curve.csv" in data["sources"]["acceptance_length"]
+    assert "kernel_timings.csv" in data["sources"]["efficiencies"]
+    _, plain, _ = run("evaluate", "--mechanism", "mtp", "--draft-len", "3", "--json")
+    assert json.loads(plain)["t_verif_base_s"] != data["t_verif_base_s"]
+
+
+def test_al_file_errors_name_the_flag(tmp_path: Path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("mechanism,dataset,D,AL\neagle3,a,2,3.5\n")
+    code, _, err = run("evaluate", "--al-file", str(bad))
+    assert code == 2 and "--al-file" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run("evaluate", "--mechanism", "external", "--model", "llama-3.1-8b",
+                       "--al-file", str(SAMPLES / "vllm_metrics.txt"))
+    assert code == 0 or "--al-file" in err
