@@ -18,9 +18,10 @@ from explorer.guidelines import recommend
 from explorer.hardware import HardwareSpec
 from explorer.kernels import attention_time, gemm_time
 from explorer.measured import ParseResult, validate_path
+from explorer.measured.scenario_curve import as_measured_curve
 from explorer.model_errors import ScenarioError
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
-from explorer.scenario import Acceptance, MeasuredCurve, Scenario, scenario_json_schema
+from explorer.scenario import Acceptance, Scenario, scenario_json_schema
 from explorer.speedup import scenario_model
 from explorer.sweep import sweep
 
@@ -206,15 +207,7 @@ def _with_al_file(scenario: Scenario, path: str) -> Scenario:
         have = sorted({c.mechanism or "?" for c in result.curves})
         raise UsageError(f"argument --al-file: no curve for mechanism '{scenario.mechanism}' in "
                          f"'{path}' (it has: {', '.join(have) or 'no curves'})")
-    c = curves[0]
-    p = c.provenance
-    source = "; ".join(x for x in (f"file {p.file}", f"format {p.format}", p.source,
-                                   p.model and f"model {p.model}",
-                                   p.dataset and f"dataset {p.dataset}",
-                                   p.temperature is not None and f"temperature {p.temperature:g}")
-                       if x)
-    curve = MeasuredCurve(label=c.label[:200], draft_lens=c.draft_lens,
-                          acceptance_lengths=c.acceptance_lengths, source=source[:500])
+    curve = as_measured_curve(curves[0])
     return scenario.model_copy(update={"acceptance": Acceptance(kind="curve", curve=curve)})
 
 

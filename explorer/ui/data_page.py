@@ -12,6 +12,7 @@ import streamlit as st
 from explorer.calibration import back_out_draft_cost, fit_kernel_efficiencies
 from explorer.hardware import HardwareOverrides
 from explorer.measured import FORMATS, ParseResult, json_schema, parse_bytes
+from explorer.measured.scenario_curve import as_measured_curve, provenance_text
 from explorer.scenario import MeasuredCurve, Scenario
 from explorer.speedup import scenario_model
 
@@ -34,13 +35,7 @@ def active_curve() -> MeasuredCurve | None:
     result = datasets().get(name)
     if result is None or not idx.isdigit() or int(idx) >= len(result.curves):
         return None
-    c = result.curves[int(idx)]
-    p = c.provenance
-    source = "; ".join(x for x in (f"file {p.file}", p.source, p.model and f"model {p.model}",
-                                   p.dataset and f"dataset {p.dataset}",
-                                   p.temperature is not None and f"T={p.temperature:g}") if x)
-    return MeasuredCurve(label=f"{name}: {c.label}"[:200], draft_lens=c.draft_lens,
-                         acceptance_lengths=c.acceptance_lengths, source=source[:500])
+    return as_measured_curve(result.curves[int(idx)], prefix=f"{name}: ")
 
 
 def hardware_overrides() -> HardwareOverrides | None:
@@ -115,9 +110,7 @@ def _curves_section(loaded: dict[str, ParseResult]) -> None:
     fig = go.Figure()
     for n, r in loaded.items():
         for c in r.curves:
-            p = c.provenance
-            prov = (f"file {p.file}; format {p.format}; source {p.source or '—'}; model "
-                    f"{p.model or '—'}; dataset {p.dataset or '—'}; T {p.temperature}")
+            prov = provenance_text(c)
             fig.add_trace(go.Scatter(
                 x=np.asarray(c.draft_lens), y=np.asarray(c.acceptance_lengths),
                 mode="lines+markers", name=f"{n}: {c.label}"[:60],

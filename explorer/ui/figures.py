@@ -19,8 +19,8 @@ MECH_COLORS = {
     "external": "#4C78A8", "mtp": "#F58518", "eagle3": "#E45756", "dflash": "#72B7B2",
     "dspark": "#54A24B", "ngram": "#B279A2",
 }
-_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "closest",
-           "legend": {"orientation": "h", "y": -0.2}}
+_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "hovermode": "closest",
+           "legend": {"orientation": "h", "y": -0.28}}
 
 
 def _vline(x: float, text: str, color: str = "gray", dash: str = "dot",
