@@ -57,6 +57,55 @@ class Acceptance(BaseModel):
         return self
 
 
+MAX_MEASURED_ROWS = 200_000
+
+
+class MeasuredGemm(BaseModel):
+    """Measured GEMM latencies: they replace the roofline for matching (n, k, dtype) shapes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    m: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    n: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    k: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    dtype: tuple[str, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    time_s: tuple[float, ...] = Field(max_length=MAX_MEASURED_ROWS)
+
+
+class MeasuredAttention(BaseModel):
+    """Measured decode/verify attention latencies (one layer's kernel)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    batch: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    context: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    q_heads: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    kv_heads: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    head_dim: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    q_len: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    time_s: tuple[float, ...] = Field(max_length=MAX_MEASURED_ROWS)
+
+
+class MeasuredKernels(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gemm: MeasuredGemm | None = None
+    attention: MeasuredAttention | None = None
+    source: str = Field(default="", max_length=500)
+
+
+class MeasuredSteps(BaseModel):
+    """Measured whole decode steps by (B, D): T_verif(B·(1+D)) + T_draft(B, D); D = 0 is plain
+    decoding. Where the table covers a point it replaces the model's step time there."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    batch: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    draft_len: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    step_time_s: tuple[float, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    source: str = Field(default="", max_length=500)
+
+
 class Scenario(BaseModel):
     """One operating point. Preset names are slugs (`python -m explorer presets`)."""
 
@@ -80,6 +129,8 @@ class Scenario(BaseModel):
     rho: float | None = Field(default=None, ge=0, le=4, description="ρ = L_draft/L_target override")
     acceptance: Acceptance = Field(default_factory=Acceptance)
     hardware_overrides: HardwareOverrides | None = None
+    measured_kernels: MeasuredKernels | None = None
+    measured_steps: MeasuredSteps | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
