@@ -63,6 +63,7 @@ def sources_of(model: ScenarioModel, al_source: str) -> dict[str, str]:
         "model": f"{r.model.name}: {r.model.source}",
         "mechanism": f"{r.mechanism.name}: {r.mechanism.source}",
         "acceptance_length": al_source,
+        "measured_timings": model.measured_sources(),
         "assumptions": "; ".join(
             a for a in (r.hardware.assumptions, r.model.assumptions, r.mechanism.assumptions) if a
         ),

@@ -18,7 +18,11 @@ from explorer.guidelines import recommend
 from explorer.hardware import HardwareSpec
 from explorer.kernels import attention_time, gemm_time
 from explorer.measured import ParseResult, validate_path
-from explorer.measured.scenario_curve import as_measured_curve
+from explorer.measured.scenario_curve import (
+    as_measured_curve,
+    as_measured_kernels,
+    as_measured_steps,
+)
 from explorer.model_errors import ScenarioError
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
 from explorer.scenario import Acceptance, Scenario, scenario_json_schema
@@ -221,6 +225,9 @@ def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
         label = f"{cal.overrides.label} from {path}; MAPE {cal.mape_before:.1f}% → " \
                 f"{cal.mape_after:.1f}%"
         overrides = cal.overrides.model_copy(update={"label": label[:200]})
+        # Calibrated efficiencies cover every kernel; measured shapes are used as measured.
+        scenario = scenario.model_copy(
+            update={"measured_kernels": as_measured_kernels(t, f"file {path}")})
     elif result.step_timings is not None:
         s = result.step_timings
         d = np.asarray(s.draft_len)
@@ -230,6 +237,8 @@ def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
         label = f"step overhead fitted to {len(d)} step times from {path}; MAPE " \
                 f"{step.mape_before:.1f}% → {step.mape_after:.1f}%"
         overrides = step.overrides.model_copy(update={"label": label[:200]})
+        scenario = scenario.model_copy(
+            update={"measured_steps": as_measured_steps(s, f"file {path}")})
     else:
         raise UsageError(f"argument --timings-file: '{path}' holds no timings ({result.format})")
     return scenario.model_copy(update={"hardware_overrides": overrides})

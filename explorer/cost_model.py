@@ -12,6 +12,7 @@ import numpy.typing as npt
 from explorer.architecture import MLA_Q_LORA_RANK, MLA_QK_NOPE_DIM, MLA_V_HEAD_DIM, ModelSpec
 from explorer.hardware import BYTES_PER_ELEMENT, HardwareSpec
 from explorer.kernels import attention_time, gemm_time
+from explorer.measured_timings import KernelCorrections
 from explorer.mechanisms import MechanismSpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -45,9 +46,20 @@ class LayerModel:
     """Per-layer kernel costs of one model on one hardware at a TP degree."""
 
     def __init__(
-        self, hw: HardwareSpec, model: ModelSpec, tp: int, dtype: str, kv_dtype: str
+        self, hw: HardwareSpec, model: ModelSpec, tp: int, dtype: str, kv_dtype: str,
+        measured: KernelCorrections | None = None,
     ) -> None:
         self.hw, self.model, self.tp, self.dtype, self.kv_dtype = hw, model, tp, dtype, kv_dtype
+        self.measured = measured
+
+    def _gemm(self, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike) -> FloatArray:
+        """Roofline GEMM time, replaced by a measurement of the same (n, k, dtype) if given."""
+        t = gemm_time(self.hw, m, n, k, self.dtype).time_s
+        if self.measured is not None and self.measured.gemm is not None:
+            f = self.measured.gemm.factor(m, n, k, self.dtype)
+            if f is not None:
+                return np.asarray(t * f, dtype=np.float64)
+        return t
 
     # -- shapes per TP rank ---------------------------------------------------------------
     def heads_per_rank(self, group: FloatArray) -> tuple[float, FloatArray, FloatArray]:
@@ -63,28 +75,28 @@ class LayerModel:
     # -- components ---------------------------------------------------------------------
     def projection_gemms(self, n: FloatArray, group: FloatArray) -> FloatArray:
         """Attention projections of one layer for n tokens."""
-        m, hw, dt = self.model, self.hw, self.dtype
+        m = self.model
         q_rank, kv_rank, _ = self.heads_per_rank(group)
         if m.attention_kind == "mla":
             qk_dim = MLA_QK_NOPE_DIM + m.qk_rope_dim
             return (
-                gemm_time(hw, n, MLA_Q_LORA_RANK, m.hidden, dt).time_s
-                + gemm_time(hw, n, q_rank * qk_dim, MLA_Q_LORA_RANK, dt).time_s
-                + gemm_time(hw, n, m.kv_lora_rank + m.qk_rope_dim, m.hidden, dt).time_s
-                + gemm_time(hw, n, q_rank * m.kv_lora_rank, MLA_QK_NOPE_DIM, dt).time_s
-                + gemm_time(hw, n, q_rank * MLA_V_HEAD_DIM, m.kv_lora_rank, dt).time_s
-                + gemm_time(hw, n, m.hidden, q_rank * MLA_V_HEAD_DIM, dt).time_s
+                self._gemm(n, MLA_Q_LORA_RANK, m.hidden)
+                + self._gemm(n, q_rank * qk_dim, MLA_Q_LORA_RANK)
+                + self._gemm(n, m.kv_lora_rank + m.qk_rope_dim, m.hidden)
+                + self._gemm(n, q_rank * m.kv_lora_rank, MLA_QK_NOPE_DIM)
+                + self._gemm(n, q_rank * MLA_V_HEAD_DIM, m.kv_lora_rank)
+                + self._gemm(n, m.hidden, q_rank * MLA_V_HEAD_DIM)
             )
-        qkv = gemm_time(hw, n, (q_rank + 2.0 * kv_rank) * m.head_dim, m.hidden, dt).time_s
-        out = gemm_time(hw, n, m.hidden, q_rank * m.head_dim, dt).time_s
+        qkv = self._gemm(n, (q_rank + 2.0 * kv_rank) * m.head_dim, m.hidden)
+        out = self._gemm(n, m.hidden, q_rank * m.head_dim)
         return qkv + out
 
     def dense_mlp(self, n: FloatArray, ffn: float) -> FloatArray:
         if ffn <= 0:
             return np.zeros_like(n)
-        hw, dt, h = self.hw, self.dtype, self.model.hidden
-        up = gemm_time(hw, n, 2.0 * ffn / self.tp, h, dt).time_s
-        down = gemm_time(hw, n, h, ffn / self.tp, dt).time_s
+        h = self.model.hidden
+        up = self._gemm(n, 2.0 * ffn / self.tp, h)
+        down = self._gemm(n, h, ffn / self.tp)
         return up + down
 
     def routed_experts(self, n: FloatArray) -> FloatArray:
@@ -116,10 +128,15 @@ class LayerModel:
                 head_dim_qk=m.head_dim, head_dim_v=m.kv_lora_rank,
                 kv_bytes_per_token_head=m.head_dim * b_kv,
             ).time_s
-        return attention_time(
+        t = attention_time(
             self.hw, batch, ctx, kv_rank, g_rank, width, head_dim_qk=m.head_dim,
             kv_dtype=self.kv_dtype,
         ).time_s
+        if self.measured is not None and self.measured.attention is not None:
+            f = self.measured.attention.factor(batch, ctx, kv_rank, g_rank, width, m.head_dim)
+            if f is not None:
+                return np.asarray(t * f, dtype=np.float64)
+        return t
 
     def allreduce(self, n: FloatArray) -> FloatArray:
         if self.tp <= 1:
@@ -130,7 +147,7 @@ class LayerModel:
 
     def lm_head(self, n: FloatArray, vocab: int | None = None) -> FloatArray:
         v = vocab if vocab is not None else self.model.vocab
-        return gemm_time(self.hw, n, v / self.tp, self.model.hidden, self.dtype).time_s
+        return self._gemm(n, v / self.tp, self.model.hidden)
 
     def layer_launches(self, layers: float) -> float:
         return layers * KERNELS_PER_LAYER * self.hw.launch_latency_s
@@ -195,7 +212,7 @@ class LayerModel:
         shape = _zeros(b_w, context, group)
         gemm = shape + layers * (self.projection_gemms(n, group) + self.dense_mlp(n, ffn))
         if extra_fc:  # EAGLE-3 fuses three target feature layers: (3h → h)
-            gemm = gemm + gemm_time(self.hw, n, m.hidden, 3.0 * m.hidden, self.dtype).time_s
+            gemm = gemm + self._gemm(n, m.hidden, 3.0 * m.hidden)
         return {
             "gemm": gemm,
             "attention": shape + layers * self.attention(batch, width, context, group),

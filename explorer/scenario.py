@@ -95,14 +95,16 @@ class MeasuredKernels(BaseModel):
 
 
 class MeasuredSteps(BaseModel):
-    """Measured whole decode steps by (B, D): T_verif(B·(1+D)) + T_draft(B, D); D = 0 is plain
-    decoding. Where the table covers a point it replaces the model's step time there."""
+    """Measured decode steps by (B, D); D = 0 is plain decoding. With `includes_draft` a row is
+    a whole round T_verif(B·(1+D)) + T_draft(B, D), else the target's verify step alone. Where
+    the table covers a point it replaces the model's time there."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     batch: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
     draft_len: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
     step_time_s: tuple[float, ...] = Field(max_length=MAX_MEASURED_ROWS)
+    includes_draft: bool = True
     source: str = Field(default="", max_length=500)
 
 

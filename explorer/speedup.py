@@ -22,6 +22,12 @@ from explorer.cost_model import (
     total,
 )
 from explorer.hardware import BYTES_PER_ELEMENT
+from explorer.measured_timings import (
+    AttentionCorrection,
+    GemmCorrection,
+    KernelCorrections,
+    StepCorrection,
+)
 from explorer.model_errors import ScenarioError
 from explorer.presets import (
     DEFAULT_DRAFT_MODEL,
@@ -101,12 +107,54 @@ class ScenarioModel:
     def __init__(self, resolved: Resolved) -> None:
         self.r = resolved
         sc = resolved.scenario
-        self.target = LayerModel(resolved.hardware, resolved.model, sc.tp, sc.dtype, sc.kv_dtype)
+        hw = resolved.hardware
+        self.kernel_corrections: KernelCorrections | None = None
+        if sc.measured_kernels is not None:
+            mk = sc.measured_kernels
+            self.kernel_corrections = KernelCorrections(
+                GemmCorrection(hw, mk.gemm) if mk.gemm is not None else None,
+                AttentionCorrection(hw, mk.attention) if mk.attention is not None else None,
+            )
+        self.target = LayerModel(hw, resolved.model, sc.tp, sc.dtype, sc.kv_dtype,
+                                 self.kernel_corrections)
         self.draft_layer_model = (
-            LayerModel(resolved.hardware, resolved.draft_model, sc.tp, sc.dtype, sc.kv_dtype)
+            LayerModel(hw, resolved.draft_model, sc.tp, sc.dtype, sc.kv_dtype,
+                       self.kernel_corrections)
             if resolved.draft_model is not None
             else None
         )
+        self.step_correction: StepCorrection | None = None
+        if sc.measured_steps is not None:
+            self.step_correction = StepCorrection(sc.measured_steps, self._model_step)
+
+    def _model_step(self, batch: FloatArray, draft_len: FloatArray) -> FloatArray:
+        """The model's step at the scenario's S and G, as the step-time table measures it."""
+        sc, g = self.r.scenario, self.r.group
+        width = self._width(draft_len)
+        verify = total(self.verify(batch, width, sc.context, g))
+        if sc.measured_steps is not None and not sc.measured_steps.includes_draft:
+            return verify
+        return verify + total(self.draft(batch, draft_len, sc.context, g))
+
+    def _width(self, d: FloatArray) -> FloatArray:
+        sc = self.r.scenario
+        width = 1.0 + d
+        if sc.verify_width is not None:  # a tree verifies W ≥ 1+D tokens per sequence
+            width = np.where(d > 0, np.maximum(width, sc.verify_width), 1.0)
+        return np.asarray(width, dtype=np.float64)
+
+    def measured_sources(self) -> str:
+        """Which measured timings replace the model here, for the provenance of each number."""
+        sc = self.r.scenario
+        parts = []
+        if self.kernel_corrections is not None and sc.measured_kernels is not None:
+            parts.append(f"{self.kernel_corrections.describe()} ({sc.measured_kernels.source})")
+        if self.step_correction is not None and sc.measured_steps is not None:
+            ds = ", ".join(f"{d:g}" for d in sorted(self.step_correction.by_draft_len))
+            what = "step" if sc.measured_steps.includes_draft else "verify step"
+            parts.append(f"measured {what} times at D ∈ {{{ds}}} replace the model's {what} "
+                         f"(assumed at S={sc.context}) ({sc.measured_steps.source})")
+        return "; ".join(parts)
 
     # -- pieces -----------------------------------------------------------------------
     @property
@@ -216,13 +264,18 @@ class ScenarioModel:
         d = np.asarray(draft_len, dtype=np.float64)
         s = np.asarray(context if context is not None else sc.context, dtype=np.float64)
         g = np.asarray(group if group is not None else self.r.group, dtype=np.float64)
-        width = 1.0 + d
-        if sc.verify_width is not None:  # a tree verifies W ≥ 1+D tokens per sequence
-            width = np.where(d > 0, np.maximum(width, sc.verify_width), 1.0)
+        width = self._width(d)
         al_res = al if al is not None else self.acceptance(d)
         base = self.verify(b, 1.0, s, g)
         spec = self.verify(b, width, s, g)
         drafted = self.draft(b, d, s, g)
+        if self.step_correction is not None:  # measured steps replace the model's, scaled
+            f0 = self.step_correction.factor(b, np.zeros_like(d))
+            fd = self.step_correction.factor(b, d)
+            base = {k: v * f0 for k, v in base.items()}
+            spec = {k: v * fd for k, v in spec.items()}
+            if self.step_correction.includes_draft:
+                drafted = {k: v * fd for k, v in drafted.items()}
         t_base, t_spec, t_draft = total(base), total(spec), total(drafted)
         al_arr = al_res.acceptance_length
         step = t_spec + t_draft
