@@ -115,3 +115,26 @@ def test_upload_curve_then_broken_file_keeps_the_old_curve(chromium, app_url: st
     settle(page)
     assert "no uploaded curve yet" in page.locator("body").inner_text()
     page.close()
+
+
+def test_measured_step_times_replace_the_model_in_the_explorer(chromium, app_url: str):
+    page = chromium.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(app_url + "/?m=llama-3.1-8b&tp=1&b=8&v=1")
+    settle(page)
+    before = metric_text(page, "Speedup")
+    page.get_by_role("link", name="Measured data").click()
+    settle(page)
+    sample = Path(__file__).resolve().parent.parent / "data" / "samples" / "step_times.csv"
+    page.get_by_test_id("stFileUploader").locator("input[type='file']").set_input_files(
+        str(sample))
+    settle(page)
+    page.get_by_role("button", name="Use these step times in the explorer").click()
+    settle(page)
+    assert "uses your measured step times" in page.locator("body").inner_text()
+    page.get_by_role("link", name="Explorer").click()
+    settle(page)
+    assert metric_text(page, "Speedup") != before
+    page.get_by_role("tab", name="Sources").click()
+    page.wait_for_timeout(300)
+    assert "measured verify step times" in page.locator("body").inner_text()
+    page.close()

@@ -12,7 +12,13 @@ import streamlit as st
 from explorer.calibration import back_out_draft_cost, fit_kernel_efficiencies
 from explorer.hardware import HardwareOverrides
 from explorer.measured import FORMATS, ParseResult, json_schema, parse_bytes
-from explorer.measured.scenario_curve import as_measured_curve, provenance_text
+from explorer.measured.scenario_curve import (
+    WHOLE_STEP_FORMATS,
+    as_measured_curve,
+    as_measured_kernels,
+    as_measured_steps,
+    provenance_text,
+)
 from explorer.scenario import MeasuredCurve, Scenario
 from explorer.speedup import scenario_model
 
@@ -20,6 +26,17 @@ DATASETS = "datasets"  # name → ParseResult, in this browser session
 ACTIVE_CURVE = "active_curve"  # "dataset name::curve index"
 OVERRIDES = "hw_overrides"  # HardwareOverrides applied to the whole explorer
 UPLOAD_ERRORS = "upload_errors"
+MEASURED_KERNELS = "use_measured_kernels"  # MeasuredKernels replacing matching kernels
+MEASURED_STEPS = "use_measured_steps"  # MeasuredSteps replacing the model's steps
+
+
+def measured_updates() -> dict[str, Any]:
+    """Measured tables the user chose to use: fields to set on the explorer's scenario."""
+    out: dict[str, Any] = {}
+    for key, field in ((MEASURED_KERNELS, "measured_kernels"), (MEASURED_STEPS, "measured_steps")):
+        if st.session_state.get(key) is not None:
+            out[field] = st.session_state[key]
+    return out
 
 
 def datasets() -> dict[str, ParseResult]:
@@ -154,6 +171,15 @@ def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> 
         st.session_state[OVERRIDES] = cal.overrides
     if cols[1].button("Back to the preset", key="clear_cal"):
         st.session_state[OVERRIDES] = None
+    name = next(n for n, r in loaded.items() if r.kernel_timings is t)
+    c2 = st.columns(2)
+    if c2[0].button("Use these kernel times where shapes match", key="use_kernels"):
+        st.session_state[MEASURED_KERNELS] = as_measured_kernels(t, f"dataset {name}")
+    if c2[1].button("Stop using measured kernel times", key="drop_kernels"):
+        st.session_state[MEASURED_KERNELS] = None
+    if st.session_state.get(MEASURED_KERNELS) is not None:
+        st.info("The explorer uses your measured kernel times for matching GEMM/attention "
+                "shapes; other kernels use the (calibrated) roofline.")
     if hardware_overrides() is not None:
         st.info(f"The explorer uses calibrated hardware: {hardware_overrides().label}")  # type: ignore[union-attr]
 
@@ -163,9 +189,23 @@ def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
     if not tables:
         return
     t = tables[-1]
+    name = next(n for n, r in loaded.items() if r.step_timings is t)
+    whole = t.provenance.format in WHOLE_STEP_FORMATS
+    st.subheader("Measured step times")
+    kind = ("whole speculation rounds (drafting included)" if whole
+            else "the target's verify step (no drafting)")
+    st.markdown(f"**{name}** holds {kind} at {len(t.batch)} (B, D) points; they are taken at "
+                f"the explorer's context S={scenario.context}.")
+    c = st.columns(2)
+    if c[0].button("Use these step times in the explorer", key="use_steps"):
+        st.session_state[MEASURED_STEPS] = as_measured_steps(t, f"dataset {name}")
+    if c[1].button("Stop using measured step times", key="drop_steps"):
+        st.session_state[MEASURED_STEPS] = None
+    if st.session_state.get(MEASURED_STEPS) is not None:
+        st.info("The explorer uses your measured step times where (B, D) matches.")
     d = np.asarray(t.draft_len)
     spec = d > 0
-    if not spec.any():
+    if not spec.any() or not whole:
         return
     st.subheader("Draft cost backed out of measured step times")
     out = back_out_draft_cost(scenario_model(scenario), np.asarray(t.batch)[spec], d[spec],

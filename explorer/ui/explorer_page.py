@@ -13,7 +13,7 @@ from explorer.guidelines import Recommendation, recommend
 from explorer.hardware import HardwareOverrides
 from explorer.model_errors import ScenarioError
 from explorer.scenario import MeasuredCurve, Scenario
-from explorer.ui import figures
+from explorer.ui import data_page, figures
 from explorer.url_state import scenario_from_view
 from explorer.view_data import (
     al_curves,
@@ -38,6 +38,9 @@ def build_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None
         notes.append("AL source 'upload': no uploaded curve yet (Measured data page) — "
                      "using the mechanism prior.")
     sc = scenario_from_view(values, uploaded)
+    measured = data_page.measured_updates()
+    if measured:
+        sc = sc.model_copy(update=measured)
     if overrides is not None:
         sc = sc.model_copy(update={"hardware_overrides": overrides})
         notes.append(f"Hardware calibrated to your timings: {overrides.label}")
