@@ -286,9 +286,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    rec = recommend(scenario_from_args(args))
+    scenario = scenario_from_args(args)
+    rec = recommend(scenario)
     if args.json:
         _print_json({
+            "sources": evaluate(scenario).sources,
             "best": rec.best.model_dump() if rec.best else None,
             "ranking": [o.model_dump() for o in rec.ranking],
             "guidelines": [g.model_dump() for g in rec.guidelines],

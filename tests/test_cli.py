@@ -178,3 +178,13 @@ def test_al_file_errors_name_the_flag(tmp_path: Path):
     code, _, err = run("evaluate", "--mechanism", "external", "--model", "llama-3.1-8b",
                        "--al-file", str(SAMPLES / "vllm_metrics.txt"))
     assert code == 0 or "--al-file" in err
+
+
+def test_recommend_json_names_its_sources():
+    code, out, _ = run("recommend", "--mechanism", "mtp", "--al-file",
+                       str(SAMPLES / "al_curve.csv"), "--timings-file",
+                       str(SAMPLES / "step_times.csv"), "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert "al_curve.csv" in data["sources"]["acceptance_length"]
+    assert "step_times.csv" in data["sources"]["measured_timings"]
