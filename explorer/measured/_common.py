@@ -119,6 +119,21 @@ def finish(
     )
 
 
+def group_provenance(
+    name: str, sources: Iterable[str], model: str, dataset: str, temperature: float | None,
+    fmt: str,
+) -> Provenance:
+    """Provenance of one curve built from a group of CSV rows."""
+    return Provenance(
+        file=name,
+        source="; ".join(sorted({s for s in sources if s})) or None,
+        model=model or None,
+        dataset=dataset or None,
+        temperature=temperature,
+        format=fmt,
+    )
+
+
 def validation_message(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():

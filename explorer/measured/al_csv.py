@@ -22,6 +22,7 @@ from explorer.measured._common import (
     build_curve,
     find_column,
     finish,
+    group_provenance,
     join_nonempty,
     normalize_mechanism,
     parse_draft_style,
@@ -30,7 +31,7 @@ from explorer.measured._common import (
     read_csv,
     unknown_mechanism_message,
 )
-from explorer.measured.types import AcceptanceCurve, DraftStyle, Mechanism, ParseResult, Provenance
+from explorer.measured.types import AcceptanceCurve, DraftStyle, Mechanism, ParseResult
 
 FORMAT = "al_curve_csv"
 
@@ -152,19 +153,12 @@ def parse_text(name: str, text: str) -> ParseResult:
                 col.error(f"draft_style '{given}' is not chain, block or tree", row0, style_col)
             elif given:
                 style = parsed
-        src = sorted({sources[i] for i in idx if sources[i]})
         max_supported = None
         if max_k is not None:
             vals = [int(max_k.values[i]) for i in idx if max_k.valid[i]]
             max_supported = max(vals) if vals else None
-        prov = Provenance(
-            file=name,
-            source="; ".join(src) or None,
-            model=model or None,
-            dataset=dataset or None,
-            temperature=temperature,
-            format=FORMAT,
-        )
+        prov = group_provenance(name, (sources[i] for i in idx), model, dataset, temperature,
+                                FORMAT)
         curve = build_curve(
             col,
             label=label,

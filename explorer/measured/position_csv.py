@@ -37,6 +37,7 @@ from explorer.measured._common import (
     conditional_rates_of,
     find_column,
     finish,
+    group_provenance,
     join_nonempty,
     normalize_mechanism,
     parse_numbers,
@@ -54,7 +55,7 @@ from explorer.measured.al_csv import (
     SOURCE_ALIASES,
     TEMPERATURE_ALIASES,
 )
-from explorer.measured.types import AcceptanceCurve, Mechanism, ParseResult, Provenance
+from explorer.measured.types import AcceptanceCurve, Mechanism, ParseResult
 
 FORMAT = "position_acceptance_csv"
 
@@ -286,15 +287,8 @@ def parse_text(name: str, text: str) -> ParseResult:
             draft_lens, als = [n], [float(al_curve[-1])]
         else:
             draft_lens, als = list(range(1, n + 1)), [float(a) for a in al_curve]
-        src = sorted({src_text[i] for i in idx if src_text[i]})
-        prov = Provenance(
-            file=name,
-            source="; ".join(src) or None,
-            model=model or None,
-            dataset=dataset or None,
-            temperature=temperature,
-            format=FORMAT,
-        )
+        prov = group_provenance(name, (src_text[i] for i in idx), model, dataset, temperature,
+                                FORMAT)
         curve = build_curve(
             col,
             label=label,
