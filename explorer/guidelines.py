@@ -78,9 +78,13 @@ def guidelines(scenario: Scenario) -> list[Guideline]:
     if tokens >= ridge:
         t1 = (f"B·(1+D) = {b}·{1 + d} = {tokens} tokens ≥ GEMM ridge M* ≈ {ridge:.0f}: "
               "GEMMs are already compute-bound; more D adds verify cost.")
-    else:
+    elif d_ridge <= r.mechanism.max_draft_len:
         t1 = (f"B·(1+D) = {b}·{1 + d} = {tokens} tokens < ridge M* ≈ {ridge:.0f}: "
               f"D ≈ {d_ridge} reaches compute-bound GEMMs with no extra KV cache.")
+    else:
+        t1 = (f"B·(1+D) = {b}·{1 + d} = {tokens} tokens < ridge M* ≈ {ridge:.0f}: it would "
+              f"take D ≈ {d_ridge}, past {r.mechanism.name}'s D ≤ {r.mechanism.max_draft_len}; "
+              "GEMMs stay memory-bound, so verify cost barely grows with D here.")
     out.append(Guideline(id=1, title="Raise D until GEMMs are compute-bound", value=float(d_ridge),
                          text=t1, applies=tokens < ridge))
 
