@@ -13,7 +13,8 @@ from explorer.guidelines import Recommendation, recommend
 from explorer.hardware import HardwareOverrides
 from explorer.model_errors import ScenarioError
 from explorer.scenario import MeasuredCurve, Scenario
-from explorer.ui import data_page, figures
+from explorer.ui import data_page, export_panel, figures
+from explorer.ui.text import md_text
 from explorer.url_state import scenario_from_view
 from explorer.view_data import (
     al_curves,
@@ -46,7 +47,7 @@ def build_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None
         notes.append(f"Hardware calibrated to your timings: {overrides.label}")
     for _ in range(len(FALLBACKS) + 1):
         try:
-            evaluate(sc)
+            _evaluate(sc.model_dump_json())  # cached: render() reuses this result
             return sc, notes
         except ScenarioError as exc:
             fix = FALLBACKS.get(exc.field)
@@ -125,7 +126,8 @@ def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
     c[0].metric("Speedup", _fmt(ev.speedup, ".2f", "×"),
                 help="T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft)")
     c[1].metric("Acceptance length", _fmt(ev.acceptance_length),
-                help=f"tokens per target step, bonus included. Source: {ev.acceptance_source}")
+                help="tokens per target step, bonus included. Source: "
+                + md_text(ev.acceptance_source))
     c[2].metric("Tokens/s per user", _fmt(ev.tokens_per_s_per_user, ",.1f"),
                 delta=f"{ev.baseline_tokens_per_s_per_user:,.1f} without spec", delta_color="off")
     c[3].metric("Tokens/s per GPU", _fmt(ev.tokens_per_s_per_gpu, ",.0f"),
@@ -134,10 +136,10 @@ def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
                 delta="fits" if ev.fits_in_memory else "does not fit",
                 delta_color="normal" if ev.fits_in_memory else "inverse")
     if ev.acceptance_length is None:
-        st.warning(f"No AL for D={sc.draft_len} from {ev.acceptance_source}: block drafters are "
-                   "valid only at measured D, and nothing is extrapolated silently.")
+        st.warning(f"No AL for D={sc.draft_len} from {md_text(ev.acceptance_source)}: block "
+                   "drafters are valid only at measured D, and nothing is extrapolated silently.")
     elif ev.acceptance_extrapolated:
-        st.info(f"AL at D={sc.draft_len} is extrapolated: {ev.acceptance_source}")
+        st.info(f"AL at D={sc.draft_len} is extrapolated: {md_text(ev.acceptance_source)}")
 
     best = rec.best
     if best is not None:
@@ -159,43 +161,45 @@ def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
             st.markdown(f"{mark} **{g.id}. {g.title}** — {g.text}")
 
     tabs = st.tabs(["Speedup surface", "Tile steps", "GEMM efficiency", "AL vs D", "Pareto & SLO",
-                    "Where the time goes", "Mechanisms", "Sources"])
+                    "Where the time goes", "Mechanisms", "Sources", "Export"])
     cur = (float(sc.batch), float(sc.draft_len))
+    figs: dict[str, Any] = {}  # every chart built below, for the Export tab
     with tabs[0]:
         left, right = st.columns(2)
-        left.plotly_chart(figures.speedup_heatmap(
-            v["surface"], cur, f"Speedup over (B, D): {sc.mechanism} on {sc.hardware}"),
+        left.plotly_chart(_keep(figs, "speedup_heatmap", figures.speedup_heatmap(
+            v["surface"], cur, f"Speedup over (B, D): {sc.mechanism} on {sc.hardware}")),
             width="stretch", key="fig_surface_heatmap")
-        right.plotly_chart(figures.speedup_surface_3d(
-            v["surface"], cur, ev.speedup, "Speedup surface (3D)"), width="stretch",
+        right.plotly_chart(_keep(figs, "speedup_surface_3d", figures.speedup_surface_3d(
+            v["surface"], cur, ev.speedup, "Speedup surface (3D)")), width="stretch",
             key="fig_surface_3d")
-        st.plotly_chart(figures.group_heatmap(
+        st.plotly_chart(_keep(figs, "group_heatmap", figures.group_heatmap(
             v["group"], (ev.group, float(sc.draft_len)),
-            f"Speedup over (G, D) at B={sc.batch}, S={sc.context // 1024}K"),
+            f"Speedup over (G, D) at B={sc.batch}, S={sc.context // 1024}K")),
             width="stretch", key="fig_group")
     with tabs[1]:
         norm = st.toggle("Normalized throughput", value=True, key="tile_norm")
-        st.plotly_chart(figures.tile_steps_figure(v["tiles_current"], sc.draft_len, norm),
-                        width="stretch", key="fig_tiles_current")
+        st.plotly_chart(_keep(figs, "tile_steps_current", figures.tile_steps_figure(
+            v["tiles_current"], sc.draft_len, norm)), width="stretch", key="fig_tiles_current")
         st.caption("The article's attention figure: G=8 vs G=32 at 32K and 128K context.")
-        st.plotly_chart(figures.tile_steps_figure(v["tiles_article"], sc.draft_len, norm),
-                        width="stretch", key="fig_tiles_article")
+        st.plotly_chart(_keep(figs, "tile_steps_article", figures.tile_steps_figure(
+            v["tiles_article"], sc.draft_len, norm)), width="stretch", key="fig_tiles_article")
     with tabs[2]:
         curves, ridge = v["gemm"]
         m = _model_hw(sc)
-        st.plotly_chart(figures.gemm_figure(curves, ridge, m[0], m[1]), width="stretch",
-                        key="fig_gemm")
+        st.plotly_chart(_keep(figs, "gemm_efficiency", figures.gemm_figure(
+            curves, ridge, m[0], m[1])), width="stretch", key="fig_gemm")
     with tabs[3]:
-        st.plotly_chart(figures.al_figure(v["al"], sc.mechanism), width="stretch", key="fig_al")
+        st.plotly_chart(_keep(figs, "al_vs_d", figures.al_figure(v["al"], sc.mechanism)),
+                        width="stretch", key="fig_al")
     with tabs[4]:
         with_spec, without = v["pareto"]
         slo = float(values.get("slo") or 0)
         current = None
         if ev.tokens_per_s_per_user is not None and ev.tokens_per_s_per_gpu is not None:
             current = (ev.tokens_per_s_per_user, ev.tokens_per_s_per_gpu)
-        st.plotly_chart(figures.pareto_figure(
+        st.plotly_chart(_keep(figs, "pareto", figures.pareto_figure(
             with_spec, without, current,
-            (ev.baseline_tokens_per_s_per_user, ev.baseline_tokens_per_s_per_gpu), slo),
+            (ev.baseline_tokens_per_s_per_user, ev.baseline_tokens_per_s_per_gpu), slo)),
             width="stretch", key="fig_pareto")
         if slo > 0:
             spec, base = slo_answer(with_spec, without, slo)
@@ -213,7 +217,8 @@ def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
                                    "AL": np.round(bd.acceptance_length, 2)}),
                      hide_index=True, height=220)
     with tabs[5]:
-        st.plotly_chart(figures.breakdown_figure(v["time"]), width="stretch", key="fig_time")
+        st.plotly_chart(_keep(figs, "time_breakdown", figures.breakdown_figure(v["time"])),
+                        width="stretch", key="fig_time")
         st.caption(f"Attention is {ev.attention_fraction:.0%} of T_verif without speculation.")
     with tabs[6]:
         rows = [{"mechanism": o.mechanism_name, "D": o.draft_len, "speedup ×": round(o.speedup, 3),
@@ -228,10 +233,18 @@ def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
     with tabs[7]:
         st.markdown("Where each number comes from:")
         for k, text in ev.sources.items():
-            st.markdown(f"- **{k}**: {text}" if text else f"- **{k}**: —")
+            st.markdown(f"- **{k}**: {md_text(text)}" if text else f"- **{k}**: —")
         st.caption("Fixed modelling assumptions: 9 kernels per layer; 2 all-reduces per layer "
                    "under TP; uniform MoE routing (upper bound on experts touched); attention "
                    "tiles of 128 query rows per KV head (the article's kernels).")
+    with tabs[8]:
+        export_panel.render(sc, figs)
+
+
+def _keep(figs: dict[str, Any], name: str, fig: Any) -> Any:
+    """Remember a chart for the Export tab and pass it on."""
+    figs[name] = fig
+    return fig
 
 
 def _best_per_mechanism(rec: Recommendation) -> list[Any]:

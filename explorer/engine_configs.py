@@ -1,0 +1,463 @@
+"""The recommendation as serving-engine configuration: vLLM, SGLang and TensorRT-LLM.
+
+`engine_configs(scenario)` takes the recommended mechanism and D at the scenario's batch and
+turns them, with a batch-size → draft-length schedule (the best D at each B), into each engine's
+speculative-decoding options. Every option name was checked against the engine's public source or
+docs; the source sits in a comment beside each mapping and in the `source` field of the output.
+Where an engine cannot express something, the output says so in a note instead of inventing a flag.
+
+Core module: numpy + pydantic only (no streamlit, no plotly).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
+
+from explorer.analysis import draft_len_range
+from explorer.guidelines import RankedOption, recommend
+from explorer.presets import mechanism_presets, model_presets
+from explorer.scenario import Acceptance, Scenario
+from explorer.speedup import scenario_model
+
+DEFAULT_MAX_BATCH = 4096
+
+# --- where each option name comes from -------------------------------------------------------
+VLLM_SOURCE = (
+    "github.com/vllm-project/vllm vllm/config/speculative.py "
+    "@002e77c1f0ef9b19cff8b9e21cfbd6feb3d6b443 (SpeculativeConfig: method, model, "
+    "num_speculative_tokens, num_speculative_tokens_per_batch_size; SpeculativeMethod values); "
+    "vllm/v1/spec_decode/dynamic/utils.py @14b450ca590cbff96e7004bdb147a5d3acf5a4f6 "
+    "(schedule entries (bs_lo, bs_hi, K), first range starts at 1, K ≥ 0, K clamped to "
+    "num_speculative_tokens, the last entry's K holds for larger batches); CLI flag "
+    "--speculative-config takes the same keys as JSON"
+)
+SGLANG_SOURCE = (
+    "github.com/sgl-project/sglang python/sglang/srt/server_args.py "
+    "@001067fffe33427bee0ed2f007fb7551a1d76b44 (--speculative-algorithm builtins EAGLE, EAGLE3, "
+    "NEXTN, STANDALONE, NGRAM, DFLASH, DSPARK; --speculative-draft-model-path, "
+    "--speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens, "
+    "--speculative-dspark-block-size, --speculative-ngram-max-bfs-breadth); "
+    "docs/advanced_features/speculative_decoding.md @067ad4d335bbd6da15d4a83a6f257cfa9e0f6be0 "
+    "(topk 1 ⇒ num_draft_tokens = num_steps + 1; NEXTN is an alias of EAGLE; NGRAM is CUDA-only)"
+)
+TRTLLM_SOURCE = (
+    "github.com/NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py "
+    "@0004396720054fd8e205cbf616f21f0b57c6b412 (DecodingBaseConfig: max_draft_len, "
+    "speculative_model, draft_len_schedule — keys are inclusive batch-size upper bounds, the "
+    "smallest key must map to max_draft_len, batches above the largest key use 0; "
+    "max_concurrency; DFlash/DSpark/MTP/Eagle3/NGram decoding configs); "
+    "docs/source/features/speculative-decoding.md @04c8822cc42ffd1f5b6270874e5b9a64a20e7a58 "
+    "(trtllm-serve --config YAML: speculative_config.decoding_type MTP, Eagle3, NGram, "
+    "DraftTarget, PARD, DFlash, SA); tensorrt_llm/_torch/speculative/interface.py "
+    "@00b6d5a25c30b4382d24fbdf52956d601b3ffd24 (support_dynamic_draft_len excludes DSpark)"
+)
+
+# --- vLLM: speculative_config["method"] per mechanism ----------------------------------------
+# vllm/config/speculative.py @002e77c: SpeculativeMethod = "ngram" | "draft_model" | "eagle3" |
+# "mtp" | "dflash" | "dspark" | … ; method "mtp" with no "model" loads the target's own MTP layers.
+VLLM_METHOD: dict[str, str] = {
+    "external": "draft_model",
+    "mtp": "mtp",
+    "eagle3": "eagle3",
+    "dflash": "dflash",
+    "dspark": "dspark",
+    "ngram": "ngram",
+}
+VLLM_NEEDS_MODEL = {"external", "eagle3", "dflash", "dspark"}
+
+# --- SGLang: --speculative-algorithm per mechanism --------------------------------------------
+# python/sglang/srt/server_args.py @001067f: "Builtins: EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM,
+# DFLASH, DSPARK". NEXTN (alias of EAGLE, docs @067ad4d) serves the target's own MTP layers.
+SGLANG_ALGORITHM: dict[str, str] = {
+    "external": "STANDALONE",
+    "mtp": "NEXTN",
+    "eagle3": "EAGLE3",
+    "dflash": "DFLASH",
+    "dspark": "DSPARK",
+    "ngram": "NGRAM",
+}
+SGLANG_NEEDS_MODEL = {"external", "eagle3", "dflash", "dspark"}
+SGLANG_CHAIN = {"external", "mtp", "eagle3"}  # num-steps / eagle-topk / num-draft-tokens
+
+# --- TensorRT-LLM: speculative_config.decoding_type per mechanism -----------------------------
+# docs/source/features/speculative-decoding.md @04c8822 lists the YAML names MTP, Eagle3, NGram,
+# DraftTarget, PARD, DFlash, SA; llm_args.py @0004396 adds DSparkDecodingConfig
+# (decoding_type "DSpark").
+TRTLLM_DECODING_TYPE: dict[str, str] = {
+    "external": "DraftTarget",
+    "mtp": "MTP",
+    "eagle3": "Eagle3",
+    "dflash": "DFlash",
+    "dspark": "DSpark",
+    "ngram": "NGram",
+}
+TRTLLM_NEEDS_MODEL = {"external", "eagle3", "dflash", "dspark"}
+# interface.py @00b6d5a: support_dynamic_draft_len() is MTP one-model, Eagle3 one-model, PARD,
+# DFlash, DraftTarget one-model, SA; the NGram drafter takes draft_len_schedule on its own
+# (NGramDrafter(..., draft_len_schedule=spec_config.draft_len_schedule)). DSpark has neither.
+TRTLLM_SCHEDULE_UNSUPPORTED = {"dspark"}
+
+PLACEHOLDER_OF = {
+    "eagle3": "EAGLE-3 head", "dflash": "DFlash draft model", "dspark": "DSpark draft model",
+}
+
+
+class VllmConfig(BaseModel):
+    """vLLM: the `speculative_config` dict (LLM(speculative_config=…)) and its CLI form."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    speculative_config: dict[str, Any] | None
+    cli: str
+    notes: list[str]
+    source: str = VLLM_SOURCE
+
+
+class SglangConfig(BaseModel):
+    """SGLang: `python -m sglang.launch_server` flags."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    flags: list[str]
+    cli: str
+    notes: list[str]
+    source: str = SGLANG_SOURCE
+
+
+class TensorRTLLMConfig(BaseModel):
+    """TensorRT-LLM: the `--config` YAML of trtllm-serve / trtllm-bench (LLM API kwargs)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    config: dict[str, Any] | None
+    yaml: str
+    notes: list[str]
+    source: str = TRTLLM_SOURCE
+
+
+class EngineConfigs(BaseModel):
+    """The recommendation as engine options, with the batch-size schedule behind them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mechanism: str
+    mechanism_name: str
+    target_model: str
+    batch: int
+    draft_len: int  # D the engines are configured with (num_speculative_tokens, max_draft_len)
+    recommended_draft_len: int | None  # the recommendation's D at this batch
+    speedup_at_batch: float | None
+    speculate_at_batch: bool
+    schedule: list[tuple[int, int]]  # (max_batch, draft_len): D for B ≤ max_batch (after the last)
+    switch_off_batch: int | None  # speculate for B ≤ this; 0 = never; None = across the range
+    break_even_batch: int | None
+    max_batch_in_memory: int | None
+    max_batch_evaluated: int
+    vllm: VllmConfig
+    sglang: SglangConfig
+    tensorrt_llm: TensorRTLLMConfig
+    notes: list[str]
+
+
+def draft_len_at(schedule: list[tuple[int, int]], batch: int) -> int:
+    """D the schedule gives at a batch (the TensorRT-LLM reading: 0 above the largest key)."""
+    for max_batch, d in schedule:
+        if batch <= max_batch:
+            return d
+    return 0
+
+
+def _candidate(scenario: Scenario, slug: str) -> Scenario:
+    """The same operating point with another mechanism and its own prior (as recommend() does)."""
+    if slug == scenario.mechanism:
+        return scenario
+    return scenario.model_copy(update={"mechanism": slug, "acceptance": Acceptance(), "rho": None})
+
+
+def _speed_best(scenario: Scenario, batches: npt.NDArray[np.int64]
+                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], int | None]:
+    """Best D per B by speed alone (D = 0 is plain decoding at 1×), and the memory limit."""
+    m = scenario_model(scenario)
+    d = draft_len_range(scenario)
+    g = m.grid(batches[:, None].astype(np.float64), d[None, :].astype(np.float64))
+    sp = np.where(np.isfinite(g.speedup), g.speedup, -np.inf)
+    sp[:, 0] = 1.0
+    idx = np.argmax(sp, axis=1)
+    fitting = np.nonzero(np.asarray(g.fits_in_memory)[:, 0])[0]
+    max_fit = int(batches[fitting[-1]]) if fitting.size else None
+    return d[idx].astype(np.int64), sp[np.arange(len(batches)), idx], max_fit
+
+
+def _runs(batches: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+    """Consecutive equal values → (last batch of the run, value)."""
+    change = np.nonzero(np.diff(values))[0]
+    ends = [*change.tolist(), len(values) - 1]
+    return [(int(batches[i]), int(values[i])) for i in ends]
+
+
+def _placeholder(slug: str, scenario: Scenario) -> str:
+    models = model_presets()
+    target = models[scenario.model].name if scenario.model in models else scenario.model
+    if slug == "external":
+        draft = scenario.draft_model
+        name = models[draft].name if draft in models else (draft or f"draft model for {target}")
+        return f"<{name}: local path or Hugging Face id>"
+    what = PLACEHOLDER_OF.get(slug, "draft weights")
+    return f"<{what} for {target}: local path or Hugging Face id>"
+
+
+def _is_amd(scenario: Scenario) -> bool:
+    return scenario.hardware.lower().startswith("mi")  # mi300x: the only AMD preset
+
+
+def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scenario: Scenario,
+                enabled: bool = True) -> VllmConfig:
+    """vLLM `--speculative-config` for a mechanism; a note instead where vLLM has no method."""
+    method = VLLM_METHOD.get(slug)
+    if method is None:
+        return VllmConfig(speculative_config=None, cli="",
+                          notes=[f"'{slug}' is not supported by vLLM (no speculative method)."])
+    if not enabled or draft_len < 1:
+        return VllmConfig(speculative_config=None, cli="", notes=[
+            "Speculation does not pay here: leave --speculative-config unset."])
+    cfg: dict[str, Any] = {"method": method}
+    if slug in VLLM_NEEDS_MODEL:
+        cfg["model"] = _placeholder(slug, scenario)
+    cfg["num_speculative_tokens"] = draft_len
+    notes: list[str] = []
+    if any(d != draft_len for _, d in schedule):
+        # vllm/v1/spec_decode/dynamic/utils.py @14b450c: [[bs_lo, bs_hi, K], …] inclusive ranges
+        # from 1, sorted, non-overlapping; the last K holds above the last bs_hi.
+        ranges: list[list[int]] = []
+        lo = 1
+        for hi, d in schedule:
+            ranges.append([lo, hi, d])
+            lo = hi + 1
+        cfg["num_speculative_tokens_per_batch_size"] = ranges
+        notes.append("num_speculative_tokens_per_batch_size (dynamic speculative decoding) is in "
+                     "recent vLLM main (checked @002e77c); older releases reject the key — drop "
+                     "it there and speculate at a fixed D.")
+    if slug == "ngram":
+        notes.append("vLLM sets prompt_lookup_min/max to 5 when both are unset.")
+    if slug == "mtp":
+        notes.append("method 'mtp' without 'model' reuses the target checkpoint's MTP layers.")
+    cli = "--speculative-config " + shlex.quote(json.dumps(cfg, separators=(",", ":")))
+    return VllmConfig(speculative_config=cfg, cli=cli, notes=notes)
+
+
+def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: Scenario,
+                  enabled: bool = True) -> SglangConfig:
+    """SGLang launch flags for a mechanism; notes for what SGLang cannot express."""
+    algorithm = SGLANG_ALGORITHM.get(slug)
+    if algorithm is None:
+        return SglangConfig(flags=[], cli="", notes=[
+            f"'{slug}' is not supported by SGLang (no speculative algorithm)."])
+    if slug == "ngram" and _is_amd(scenario):
+        return SglangConfig(flags=[], cli="", notes=[
+            "NGRAM is not supported by SGLang on AMD GPUs (docs: ngram speculative decoding "
+            "only supports CUDA)."])
+    if not enabled or draft_len < 1:
+        return SglangConfig(flags=[], cli="",
+                            notes=["Speculation does not pay here: leave --speculative-* unset."])
+    flags = ["--speculative-algorithm", algorithm]
+    if slug in SGLANG_NEEDS_MODEL:
+        flags += ["--speculative-draft-model-path", _placeholder(slug, scenario)]
+    if slug in SGLANG_CHAIN:
+        # A chain of D drafts: topk 1, and then num_draft_tokens = num_steps + 1 (docs @067ad4d).
+        flags += ["--speculative-num-steps", str(draft_len), "--speculative-eagle-topk", "1",
+                  "--speculative-num-draft-tokens", str(draft_len + 1)]
+    elif slug == "dflash":
+        # server_args.py: DFLASH's block size is the verify window (= D drafts + 1 bonus token);
+        # --speculative-dflash-block-size is an alias of --speculative-num-draft-tokens.
+        flags += ["--speculative-num-draft-tokens", str(draft_len + 1)]
+    elif slug == "dspark":
+        # server_args.py: "--speculative-dspark-block-size: draft block size gamma (number of
+        # proposed draft tokens) … sets --speculative-num-draft-tokens = gamma + 1".
+        flags += ["--speculative-dspark-block-size", str(draft_len)]
+    elif slug == "ngram":
+        # A chain, as the cost model assumes: BFS breadth 1; D drafts + the last verified token.
+        flags += ["--speculative-num-draft-tokens", str(draft_len + 1),
+                  "--speculative-ngram-max-bfs-breadth", "1"]
+    notes = ["A batch-size → draft-length schedule and a batch cut-off for speculation are not "
+             "supported by SGLang (server_args.py @001067f has only --speculative-adaptive, "
+             f"which tunes steps by acceptance rate, not by batch): D is fixed at {draft_len}."]
+    if switch_off:
+        notes.append(f"Speculation stops paying above B = {switch_off}: cap this deployment at "
+                     f"--max-running-requests {switch_off}, or serve larger batches from a "
+                     "deployment without speculation.")
+    if slug == "mtp":
+        notes.append("NEXTN needs a target checkpoint that ships MTP layers (no draft path).")
+    return SglangConfig(flags=flags, cli=" ".join(shlex.quote(f) for f in flags), notes=notes)
+
+
+def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
+                  scenario: Scenario, enabled: bool = True) -> TensorRTLLMConfig:
+    """TensorRT-LLM `speculative_config` (YAML for trtllm-serve --config) with the schedule."""
+    decoding_type = TRTLLM_DECODING_TYPE.get(slug)
+    if decoding_type is None:
+        return TensorRTLLMConfig(config=None, yaml="", notes=[
+            f"'{slug}' is not supported by TensorRT-LLM (no decoding_type)."])
+    if _is_amd(scenario):
+        return TensorRTLLMConfig(config=None, yaml="", notes=[
+            f"{scenario.hardware} is not supported by TensorRT-LLM (NVIDIA GPUs only)."])
+    if not enabled or draft_len < 1:
+        return TensorRTLLMConfig(config=None, yaml="", notes=[
+            "Speculation does not pay here: leave speculative_config unset."])
+    spec: dict[str, Any] = {"decoding_type": decoding_type, "max_draft_len": draft_len}
+    if slug in TRTLLM_NEEDS_MODEL:
+        spec["speculative_model"] = _placeholder(slug, scenario)
+    notes: list[str] = []
+    positive = {mb: d for mb, d in schedule if d > 0}
+    if slug in TRTLLM_SCHEDULE_UNSUPPORTED:
+        notes.append(f"draft_len_schedule (and the max_concurrency cut-off it implements) is not "
+                     f"supported by TensorRT-LLM for {decoding_type} (support_dynamic_draft_len, "
+                     f"interface.py @00b6d5a): D is fixed at {draft_len}.")
+    elif positive:
+        # llm_args.py @0004396: {max_batch: draft_len}, keys are inclusive upper bounds, the
+        # smallest key maps to max_draft_len, above the largest key speculation is off.
+        spec["draft_len_schedule"] = positive
+        notes.append("draft_len_schedule keys are batch-size upper bounds (llm_args.py @0004396); "
+                     "releases before that read them as lower thresholds — check yours.")
+    if slug == "mtp":
+        notes.append("MTP needs a target checkpoint that ships MTP layers (docs: DeepSeek).")
+    if slug == "external":
+        notes.append("decoding_type DraftTarget is the YAML name in the docs; the class "
+                     "DraftTargetDecodingConfig spells its literal 'Draft_Target' at @0004396.")
+    config = {"speculative_config": spec}
+    return TensorRTLLMConfig(config=config, yaml=to_yaml(config), notes=notes)
+
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, int | float):
+        return json.dumps(v)
+    s = str(v)
+    if _PLAIN.match(s) and s.lower() not in _YAML_WORDS:
+        return s
+    return json.dumps(s, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
+
+
+def to_yaml(obj: dict[Any, Any], indent: int = 0) -> str:
+    """Block YAML for nested dicts and lists of scalars (all the engine configs need)."""
+    pad = "  " * indent
+    lines: list[str] = []
+    for k, v in obj.items():
+        key = _scalar(k)
+        if isinstance(v, dict):
+            lines.append(f"{pad}{key}:")
+            lines.append(to_yaml(v, indent + 1).rstrip("\n"))
+        elif isinstance(v, list):
+            lines.append(f"{pad}{key}:")
+            lines.extend(f"{pad}  - {_scalar(x)}" for x in v)
+        else:
+            lines.append(f"{pad}{key}: {_scalar(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def _best_for(options: list[RankedOption], slug: str) -> RankedOption | None:
+    for o in options:  # recommend() sorts fitting first, then by speedup
+        if o.mechanism == slug:
+            return o if o.fits_in_memory else None
+    return None
+
+
+def engine_configs(scenario: Scenario, mechanism: str | None = None,
+                   max_batch: int = DEFAULT_MAX_BATCH) -> EngineConfigs:
+    """Engine options for the recommended mechanism (or `mechanism`) at the scenario's batch.
+
+    The schedule is the best D at every integer B in 1..max(max_batch, B) by speed alone (memory
+    is reported on its own, as for the break-even batch), made non-increasing in B by its upper
+    envelope, pinned to the recommendation at the scenario's B, and capped at the configured D.
+    """
+    rec = recommend(scenario, [mechanism] if mechanism else None)
+    slug = mechanism or (rec.best.mechanism if rec.best else scenario.mechanism)
+    best = _best_for(rec.ranking, slug)
+    pays = best is not None and best.speedup > 1.0
+    cand = _candidate(scenario, slug)
+    top = max(max_batch, scenario.batch)
+    batches = np.arange(1, top + 1, dtype=np.int64)
+    raw, speed, max_fit = _speed_best(cand, batches)
+    at = scenario.batch - 1
+    raw[at] = best.draft_len if (pays and best is not None) else 0  # agree with recommend() here
+    envelope = np.maximum.accumulate(raw[::-1])[::-1]
+    cap = best.draft_len if (pays and best is not None) else int(envelope.max())
+    sched_values = np.minimum(envelope, cap)
+    schedule = _runs(batches, sched_values)
+    on = np.nonzero(sched_values > 0)[0]
+    switch_off: int | None
+    if not on.size:
+        switch_off = 0
+    elif on[-1] == len(batches) - 1:
+        switch_off = None
+    else:
+        switch_off = int(batches[on[-1]])
+    losing = np.nonzero(speed <= 1.0)[0]
+    paying = speed > 1.0
+    break_even = (int(batches[losing[0]]) if losing.size and not paying[losing[0]:].any()
+                  else None)
+    enabled = switch_off != 0 and cap > 0
+
+    mech = mechanism_presets().get(slug)
+    mech_name = mech.name if mech else slug
+    models = model_presets()
+    target = models[scenario.model].name if scenario.model in models else scenario.model
+    notes: list[str] = []
+    if best is not None and pays:
+        notes.append(f"Recommended: {mech_name} at D = {best.draft_len} for B = {scenario.batch} "
+                     f"({best.speedup:.2f}×, AL {best.acceptance_length:.2f}).")
+    elif best is not None:
+        notes.append(f"At B = {scenario.batch} speculation with {mech_name} does not pay (best "
+                     f"D = {best.draft_len}: {best.speedup:.2f}×); the configs below only "
+                     "speculate where the schedule says so.")
+    else:
+        notes.append(f"At B = {scenario.batch} no {mech_name} configuration fits in memory.")
+    if enabled:
+        where = ("across B = 1…" + str(top) if switch_off is None
+                 else f"for B ≤ {switch_off}, off above")
+        notes.append(f"Schedule: best D at each B by speed alone (cost model), non-increasing "
+                     f"in B, capped at D = {cap}; speculation on {where}.")
+        if int(envelope.max()) > cap:
+            prefer = int(envelope.max())
+            upto = int(batches[np.nonzero(envelope > cap)[0][-1]])
+            notes.append(f"At B ≤ {upto} the model prefers D up to {prefer}: configure "
+                         f"num_speculative_tokens / max_draft_len = {prefer} to let the engine's "
+                         "schedule use it (more draft and CUDA-graph memory).")
+    else:
+        notes.append(f"Speculation does not pay at any batch in 1…{top}: serve without it.")
+    if max_fit is None:
+        notes.append(f"Plain decoding does not fit in memory at S = {scenario.context} for any B.")
+    elif max_fit < top:
+        notes.append(f"Plain decoding fits in memory up to B = {max_fit} at S = "
+                     f"{scenario.context}; schedule entries above that are by speed alone.")
+    if scenario.verify_width is not None and scenario.verify_width > 1 + scenario.draft_len:
+        notes.append(f"Tree verification (W = {scenario.verify_width}) is not mapped: the configs "
+                     "use chain drafting (top-k 1).")
+    if slug in VLLM_NEEDS_MODEL:
+        notes.append("Replace the <…> placeholders with the draft weights' local path or Hugging "
+                     "Face id: the presets name no checkpoints.")
+
+    return EngineConfigs(
+        mechanism=slug, mechanism_name=mech_name, target_model=target, batch=scenario.batch,
+        draft_len=cap, recommended_draft_len=best.draft_len if best else None,
+        speedup_at_batch=best.speedup if best else None, speculate_at_batch=pays,
+        schedule=schedule, switch_off_batch=switch_off, break_even_batch=break_even,
+        max_batch_in_memory=max_fit, max_batch_evaluated=top,
+        vllm=vllm_config(slug, cap, schedule, scenario, enabled),
+        sglang=sglang_config(slug, cap, switch_off, scenario, enabled),
+        tensorrt_llm=trtllm_config(slug, cap, schedule, scenario, enabled),
+        notes=notes,
+    )

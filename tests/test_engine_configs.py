@@ -1,0 +1,245 @@
+"""The recommendation as vLLM / SGLang / TensorRT-LLM configuration: keys, types, and values that
+agree with the recommendation and with the best D at each batch."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from explorer import Scenario, recommend
+from explorer.analysis import best_draft_len
+from explorer.engine_configs import (
+    SGLANG_ALGORITHM,
+    TRTLLM_DECODING_TYPE,
+    VLLM_METHOD,
+    draft_len_at,
+    engine_configs,
+    sglang_config,
+    to_yaml,
+    trtllm_config,
+    vllm_config,
+)
+from explorer.scenario import Acceptance
+
+MECHANISMS = ["external", "mtp", "eagle3", "dflash", "dspark", "ngram"]
+# A point where memory does not bind up to B = 4096 and speculation stops paying at a few hundred.
+SMALL = {"model": "llama-3.1-8b", "tp": 1, "context": 128, "batch": 8,
+         "draft_model": "llama-3.2-1b"}
+VLLM_KEYS = {"method", "model", "num_speculative_tokens", "num_speculative_tokens_per_batch_size"}
+
+
+def sglang_args(flags: list[str]) -> dict[str, str]:
+    assert len(flags) % 2 == 0 and all(f.startswith("--") for f in flags[::2]), flags
+    return dict(zip(flags[::2], flags[1::2], strict=True))
+
+
+def trt_lookup(schedule: dict[int, int], batch: int) -> int:
+    """TensorRT-LLM's reading (llm_args.py): the first key ≥ B, and 0 above the largest key."""
+    for max_batch in sorted(schedule):
+        if batch <= max_batch:
+            return schedule[max_batch]
+    return 0
+
+
+def vllm_lookup(ranges: list[list[int]], batch: int) -> int:
+    """vLLM's reading (dynamic/utils.py): the range holding B; the last K holds above it."""
+    for lo, hi, k in ranges:
+        if lo <= batch <= hi:
+            return k
+    return ranges[-1][2]
+
+
+def test_default_configs_follow_the_recommendation():
+    sc = Scenario()
+    rec = recommend(sc)
+    assert rec.best is not None and rec.best.speedup > 1
+    ec = engine_configs(sc)
+    assert ec.mechanism == rec.best.mechanism
+    assert ec.draft_len == ec.recommended_draft_len == rec.best.draft_len
+    assert ec.speculate_at_batch and ec.speedup_at_batch == pytest.approx(rec.best.speedup)
+    assert draft_len_at(ec.schedule, sc.batch) == rec.best.draft_len
+
+    v = ec.vllm.speculative_config
+    assert v is not None and set(v) <= VLLM_KEYS
+    assert v["method"] == VLLM_METHOD[ec.mechanism]
+    assert v["num_speculative_tokens"] == rec.best.draft_len
+    assert isinstance(v["num_speculative_tokens"], int)
+    assert shlex.split(ec.vllm.cli)[0] == "--speculative-config"
+    assert json.loads(shlex.split(ec.vllm.cli)[1]) == v
+
+    t = ec.tensorrt_llm.config
+    assert t is not None
+    assert t["speculative_config"]["decoding_type"] == TRTLLM_DECODING_TYPE[ec.mechanism]
+    assert t["speculative_config"]["max_draft_len"] == rec.best.draft_len
+
+    args = sglang_args(ec.sglang.flags)
+    assert args["--speculative-algorithm"] == SGLANG_ALGORITHM[ec.mechanism]
+    assert all(isinstance(f, str) for f in ec.sglang.flags)
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_each_mechanism_maps_to_each_engine(mechanism: str):
+    sc = Scenario(**SMALL)  # type: ignore[arg-type]
+    ec = engine_configs(sc, mechanism)
+    rec = recommend(sc, [mechanism])
+    assert rec.best is not None and rec.best.speedup > 1
+    d = rec.best.draft_len
+    assert ec.mechanism == mechanism and ec.draft_len == d
+
+    v = ec.vllm.speculative_config
+    assert v is not None and v["method"] == VLLM_METHOD[mechanism]
+    assert v["num_speculative_tokens"] == d
+    assert ("model" in v) == (mechanism in ("external", "eagle3", "dflash", "dspark"))
+    if "model" in v:
+        assert v["model"].startswith("<") and v["model"].endswith(">")
+    if mechanism == "external":
+        assert "Llama-3.2-1B" in v["model"]
+
+    args = sglang_args(ec.sglang.flags)
+    assert args["--speculative-algorithm"] == SGLANG_ALGORITHM[mechanism]
+    assert ("--speculative-draft-model-path" in args) == ("model" in v)
+    if mechanism in ("external", "mtp", "eagle3"):
+        assert args["--speculative-num-steps"] == str(d)
+        assert args["--speculative-eagle-topk"] == "1"
+        assert args["--speculative-num-draft-tokens"] == str(d + 1)
+    elif mechanism == "dspark":
+        assert args["--speculative-dspark-block-size"] == str(d)
+    else:  # dflash, ngram: the verify window, D drafts + 1
+        assert args["--speculative-num-draft-tokens"] == str(d + 1)
+    assert shlex.split(ec.sglang.cli) == ec.sglang.flags
+    assert any("not supported by SGLang" in n for n in ec.sglang.notes)
+
+    spec = ec.tensorrt_llm.config["speculative_config"]  # type: ignore[index]
+    assert spec["decoding_type"] == TRTLLM_DECODING_TYPE[mechanism]
+    assert spec["max_draft_len"] == d
+    assert ("speculative_model" in spec) == ("model" in v)
+    assert ec.tensorrt_llm.yaml.startswith("speculative_config:\n")
+    assert f"  decoding_type: {spec['decoding_type']}\n" in ec.tensorrt_llm.yaml
+    for src in (ec.vllm.source, ec.sglang.source, ec.tensorrt_llm.source):
+        assert re.search(r"@[0-9a-f]{40}", src), src
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_schedule_is_the_best_d_per_batch_non_increasing_and_off_beyond_the_switch(mechanism):
+    sc = Scenario(**SMALL)  # type: ignore[arg-type]
+    ec = engine_configs(sc, mechanism)
+    bounds = [b for b, _ in ec.schedule]
+    ds = [d for _, d in ec.schedule]
+    assert bounds == sorted(set(bounds)) and bounds[-1] == ec.max_batch_evaluated == 4096
+    assert all(a >= b for a, b in itertools.pairwise(ds)), ds
+    assert ds[0] == ec.draft_len and min(ds) >= 0
+    assert all(a != b for a, b in itertools.pairwise(ds))  # runs are merged
+
+    # Independent: the best D per B from analysis.best_draft_len on the same integer grid (memory
+    # does not bind here), made non-increasing by its upper envelope and capped at D.
+    cand = sc if mechanism == sc.mechanism else sc.model_copy(
+        update={"mechanism": mechanism, "acceptance": Acceptance(), "rho": None})
+    batches = np.arange(1, 4097)
+    ref = best_draft_len(cand, batches)
+    assert ref.max_batch_in_memory == 4096
+    best = np.asarray(ref.best_draft_len)
+    expected = np.minimum(np.maximum.accumulate(best[::-1])[::-1], ec.draft_len)
+    got = np.array([draft_len_at(ec.schedule, int(b)) for b in batches])
+    np.testing.assert_array_equal(got, expected)
+
+    assert ec.switch_off_batch is not None and 0 < ec.switch_off_batch < 4096
+    assert ec.break_even_batch == ref.break_even_batch == ec.switch_off_batch + 1
+    assert all(draft_len_at(ec.schedule, b) > 0 for b in range(1, ec.switch_off_batch + 1))
+    assert all(draft_len_at(ec.schedule, b) == 0 for b in range(ec.switch_off_batch + 1, 4200))
+
+
+@pytest.mark.parametrize("mechanism", ["eagle3", "ngram", "dflash"])
+def test_engine_schedules_read_back_to_the_schedule(mechanism: str):
+    ec = engine_configs(Scenario(**SMALL), mechanism)  # type: ignore[arg-type]
+    v = ec.vllm.speculative_config
+    assert v is not None
+    ranges = v["num_speculative_tokens_per_batch_size"]
+    assert ranges[0][0] == 1
+    assert all(len(r) == 3 and all(isinstance(x, int) for x in r) for r in ranges)
+    assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(ranges))
+    assert all(0 <= k <= v["num_speculative_tokens"] for _, _, k in ranges)
+    assert ranges[-1][2] == 0  # off above the switch-off batch, and above the last range too
+
+    spec = ec.tensorrt_llm.config["speculative_config"]  # type: ignore[index]
+    sched = spec["draft_len_schedule"]
+    assert list(sched) == sorted(sched) and all(isinstance(k, int) for k in sched)
+    assert sched[min(sched)] == spec["max_draft_len"]  # llm_args.py: smallest key = max_draft_len
+    assert all(0 < d <= spec["max_draft_len"] for d in sched.values())
+    assert max(sched) == ec.switch_off_batch
+    for b in [1, 2, 7, 30, 64, 100, 150, 200, 299, 400, 1000, 4096, 10_000]:
+        assert trt_lookup(sched, b) == draft_len_at(ec.schedule, b) == vllm_lookup(ranges, b), b
+    for line in (f"    {k}: {d}" for k, d in sched.items()):
+        assert line in ec.tensorrt_llm.yaml.splitlines()
+
+
+def test_a_batch_where_speculation_loses_is_configured_off():
+    sc = Scenario(model="llama-3.1-8b", tp=1, context=256, batch=1024, hardware="a100")
+    ec = engine_configs(sc, "eagle3")
+    assert not ec.speculate_at_batch
+    assert ec.speedup_at_batch is not None and ec.speedup_at_batch <= 1
+    assert ec.switch_off_batch is not None and ec.switch_off_batch < sc.batch
+    assert draft_len_at(ec.schedule, sc.batch) == 0
+    v = ec.vllm.speculative_config
+    assert v is not None and vllm_lookup(v["num_speculative_tokens_per_batch_size"], sc.batch) == 0
+    assert any("does not pay" in n for n in ec.notes)
+    assert any(f"--max-running-requests {ec.switch_off_batch}" in n for n in ec.sglang.notes)
+
+
+def test_speculation_that_never_pays_emits_no_engine_config():
+    sc = Scenario(acceptance=Acceptance(kind="iid", alpha=0.0))  # AL = 1 at every D
+    ec = engine_configs(sc, "eagle3")
+    assert ec.switch_off_batch == 0 and ec.draft_len == 0
+    assert all(d == 0 for _, d in ec.schedule)
+    assert ec.vllm.speculative_config is None and ec.vllm.cli == ""
+    assert ec.sglang.flags == [] and ec.tensorrt_llm.config is None
+    assert any("does not pay at any batch" in n for n in ec.notes)
+
+
+def test_a_smaller_d_than_preferred_at_small_batch_is_noted():
+    ec = engine_configs(Scenario(), "ngram")
+    assert ec.draft_len == ec.recommended_draft_len
+    assert any("prefers D up to" in n for n in ec.notes)
+    v = ec.vllm.speculative_config
+    assert v is not None and v["num_speculative_tokens"] == ec.draft_len
+
+
+def test_dspark_schedule_is_not_supported_by_tensorrt_llm():
+    ec = engine_configs(Scenario(**SMALL), "dspark")  # type: ignore[arg-type]
+    spec = ec.tensorrt_llm.config["speculative_config"]  # type: ignore[index]
+    assert "draft_len_schedule" not in spec and "max_concurrency" not in spec
+    assert any("not supported by TensorRT-LLM for DSpark" in n for n in ec.tensorrt_llm.notes)
+
+
+def test_unsupported_combinations_are_notes_not_flags():
+    sc = Scenario()
+    for cfg in (vllm_config("medusa", 3, [(4096, 3)], sc), sglang_config("medusa", 3, None, sc),
+                trtllm_config("medusa", 3, [(4096, 3)], sc)):
+        assert any("'medusa' is not supported by" in n for n in cfg.notes)
+    assert vllm_config("medusa", 3, [(4096, 3)], sc).speculative_config is None
+    amd = Scenario(hardware="mi300x", mechanism="ngram")
+    ec = engine_configs(amd, "ngram")
+    assert ec.tensorrt_llm.config is None and ec.tensorrt_llm.yaml == ""
+    assert any("not supported by TensorRT-LLM" in n for n in ec.tensorrt_llm.notes)
+    assert ec.sglang.flags == []
+    assert any("NGRAM is not supported by SGLang on AMD" in n for n in ec.sglang.notes)
+    assert ec.vllm.speculative_config is not None  # vLLM runs ngram on ROCm
+
+
+def test_yaml_quotes_what_needs_quoting():
+    text = to_yaml({"a": {"b": "Eagle3", "c": "<x: y>", "d": {1: 4, 16: 0}, "e": "yes",
+                          "f": [1, "x"]}})
+    assert text == ('a:\n  b: Eagle3\n  c: "<x: y>"\n  d:\n    1: 4\n    16: 0\n  e: "yes"\n'
+                    '  f:\n    - 1\n    - x\n')
+
+
+def test_engine_configs_module_imports_no_ui():
+    code = ("import sys, explorer.engine_configs;"
+            "assert not any(m.split('.')[0] in ('streamlit', 'plotly') for m in sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
