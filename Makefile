@@ -35,8 +35,11 @@ lint: $(VENV)/.dev-installed
 typecheck: $(VENV)/.dev-installed
 	$(VENV)/bin/mypy explorer app.py
 
+# The scenario store's PostgreSQL tests get a private server on 127.0.0.1 (scripts/ci_postgres.sh
+# installs and starts it); without one they skip locally and fail in CI.
 pytest: $(VENV)/.dev-installed chromium
-	$(PY) -m pytest
+	EXPLORER_TEST_DATABASE_URL="$$(bash scripts/ci_postgres.sh)" $(PY) -m pytest; \
+		rc=$$?; if [ "$$CI" = true ]; then bash scripts/ci_postgres.sh stop; fi; exit $$rc
 
 test: lint typecheck pytest
 

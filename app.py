@@ -6,33 +6,55 @@ import time
 
 import streamlit as st
 
-from explorer.ui import controls, data_page, explorer_page, sources_page
+from explorer.scenario import MeasuredCurve, Scenario
+from explorer.ui import compare_page, controls, data_page, explorer_page, share, sources_page
 
 _started = time.perf_counter()
 st.set_page_config(page_title="SpecDec Explorer", page_icon=":material/bolt:", layout="wide")
 controls.check_url_once()
+if data_page.ACTIVE_CURVE in st.session_state:  # keep the chosen upload on the other pages, which
+    st.session_state[data_page.ACTIVE_CURVE] = st.session_state[data_page.ACTIVE_CURVE]  # drop it
+share.open_link()  # ?s=<id>: a saved scenario sets the widgets before they exist
 values = controls.sidebar()
 st.query_params["v"] = "1"
 
 
+def uploaded_curve() -> MeasuredCurve | None:
+    """This session's upload, else the one embedded in the saved scenario it opened."""
+    return data_page.active_curve() or share.loaded_curve()
+
+
+def scenario_now() -> Scenario | None:
+    return explorer_page.current_scenario(values, uploaded_curve(),
+                                          data_page.hardware_overrides())
+
+
 def explorer() -> None:
     controls.show_url_warnings()
-    explorer_page.render(values, data_page.active_curve(), data_page.hardware_overrides())
+    share.show_opened(values)
+    explorer_page.render(values, uploaded_curve(), data_page.hardware_overrides())
 
 
 def data() -> None:
     data_page.render(explorer_page.current_scenario(
-        values, data_page.active_curve(), data_page.hardware_overrides()))
+        values, uploaded_curve(), data_page.hardware_overrides()))
 
 
 def sources() -> None:
     sources_page.render()
 
 
+def compare() -> None:
+    compare_page.render(scenario_now, values)
+
+
+share.save_panel(values, scenario_now)
+
 page = st.navigation([
     st.Page(explorer, title="Explorer", icon=":material/bolt:", url_path="explorer", default=True),
     st.Page(data, title="Measured data", icon=":material/upload_file:", url_path="data"),
     st.Page(sources, title="Presets & sources", icon=":material/menu_book:", url_path="sources"),
+    st.Page(compare, title="Compare", icon=":material/compare:", url_path="compare"),
 ])
 page.run()
 st.session_state["_script_run_s"] = time.perf_counter() - _started  # read by benchmarks

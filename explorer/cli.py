@@ -118,7 +118,12 @@ def _add_scenario_options(p: argparse.ArgumentParser, lists: bool) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m explorer", description="SpecDec Explorer command line")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    _add_scenario_options(sub.add_parser("evaluate", help="evaluate one scenario"), lists=False)
+    ev = sub.add_parser("evaluate", help="evaluate one scenario")
+    _add_scenario_options(ev, lists=False)
+    from explorer import cli_scenario  # saved scenarios; imported here: it imports this module
+
+    cli_scenario.add_scenario_id_option(ev)
+    cli_scenario.add_parser(sub)
     _add_scenario_options(sub.add_parser("recommend", help="rank mechanisms × D"), lists=False)
     sw = sub.add_parser("sweep", help="grid over B, D, G, S, mechanism → CSV/Parquet")
     _add_scenario_options(sw, lists=True)
@@ -155,6 +160,10 @@ def _flag_for(loc: tuple[Any, ...]) -> str:
 def scenario_from_args(args: argparse.Namespace, overrides: dict[str, object] | None = None
                        ) -> Scenario:
     base: dict[str, Any] = {}
+    if getattr(args, "scenario_id", None):
+        from explorer.cli_scenario import stored_scenario_base
+
+        base = stored_scenario_base(args)
     if args.scenario:
         try:
             base = json.loads(Path(args.scenario).read_text(encoding="utf-8"))
@@ -414,8 +423,15 @@ def cmd_kernel(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scenario(args: argparse.Namespace) -> int:
+    from explorer.cli_scenario import cmd_scenario as run  # it imports this module
+
+    return run(args)
+
+
 COMMANDS = {"validate": cmd_validate, "evaluate": cmd_evaluate, "recommend": cmd_recommend,
-            "sweep": cmd_sweep, "presets": cmd_presets, "kernel": cmd_kernel}
+            "sweep": cmd_sweep, "presets": cmd_presets, "kernel": cmd_kernel,
+            "scenario": cmd_scenario}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

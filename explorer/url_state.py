@@ -15,6 +15,8 @@ from explorer.scenario import Acceptance, MeasuredCurve, Scenario
 
 URL_VERSION = "1"
 VERSION_KEY = "v"
+# `?s=<id>` opens a saved scenario (explorer/store.py); context S is `ctx`.
+SHARE_KEY = "s"
 MAX_PARAM_CHARS = 200
 
 BATCH_OPTIONS: tuple[int, ...] = (
@@ -77,7 +79,7 @@ PARAMS: tuple[Param, ...] = (
     Param("dt", "dtype", "bf16", str, _in(DTYPE_OPTIONS)),
     Param("kv", "KV dtype", "bf16", str, _in(KV_DTYPE_OPTIONS)),
     Param("b", "batch B", 32, int, _in(BATCH_OPTIONS)),
-    Param("s", "context S", 8192, int, _in(CONTEXT_OPTIONS)),
+    Param("ctx", "context S", 8192, int, _in(CONTEXT_OPTIONS)),
     Param("tp", "TP degree", 2, int, _in(TP_OPTIONS)),
     Param("d", "draft length D", 3, int, _range(0, DRAFT_LEN_MAX)),
     Param("g", "group G", 0, int, _in(GROUP_OPTIONS)),
@@ -112,7 +114,7 @@ def decode(params: Mapping[str, str | list[str]]) -> ViewState:
             f"URL parameter '{VERSION_KEY}={version[:20]}': unsupported link version; "
             f"read as version {URL_VERSION}"
         )
-    unknown = [k for k in params if k not in PARAM_BY_KEY and k != VERSION_KEY]
+    unknown = [k for k in params if k not in PARAM_BY_KEY and k not in (VERSION_KEY, SHARE_KEY)]
     if unknown:
         shown = ", ".join(repr(k[:30]) for k in unknown[:5]) + (" …" if len(unknown) > 5 else "")
         warnings.append(f"ignored {len(unknown)} unknown URL parameter(s): {shown}")
@@ -138,6 +140,17 @@ def decode(params: Mapping[str, str | list[str]]) -> ViewState:
             continue
         values[key] = value
     return ViewState(values, tuple(warnings))
+
+
+def is_share_id(text: str) -> bool:
+    """Whether an `s` value is there to be read as a saved scenario's id (checked by the store)."""
+    return bool(text.strip())
+
+
+def share_id(params: Mapping[str, str | list[str]]) -> str | None:
+    """The saved scenario's id in `?s=<id>`, if the link has one."""
+    text = _first(params.get(SHARE_KEY, ""))
+    return text if is_share_id(text) else None
 
 
 def encode(values: Mapping[str, Any]) -> dict[str, str]:
@@ -168,7 +181,7 @@ def scenario_from_view(values: Mapping[str, Any], uploaded: MeasuredCurve | None
     return Scenario(
         hardware=values["hw"], model=values["m"], mechanism=values["mech"],
         draft_model=values["dm"] or None, dtype=values["dt"], kv_dtype=values["kv"],
-        batch=values["b"], context=values["s"], tp=values["tp"], draft_len=values["d"],
+        batch=values["b"], context=values["ctx"], tp=values["tp"], draft_len=values["d"],
         group=values["g"] or None, layers=values["L"] or None, rho=values["rho"] or None,
         acceptance=acc,
     )

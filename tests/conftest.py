@@ -50,9 +50,19 @@ def start_app(port: int, env: dict[str, str] | None = None) -> subprocess.Popen[
 
 
 @pytest.fixture(scope="session")
-def app_url() -> Iterator[str]:
+def app_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The served app's EXPLORER_DATA_DIR: a fresh SQLite scenario store, never ./.explorer-data."""
+    return tmp_path_factory.mktemp("explorer-data")
+
+
+def app_env(data_dir: Path) -> dict[str, str]:
+    return {"EXPLORER_DATA_DIR": str(data_dir), "EXPLORER_DATABASE_URL": ""}
+
+
+@pytest.fixture(scope="session")
+def app_url(app_data_dir: Path) -> Iterator[str]:
     port = free_port()
-    proc = start_app(port)
+    proc = start_app(port, env=app_env(app_data_dir))
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -62,7 +62,7 @@ def test_batch_changes_throughput_per_gpu():
     ("hw", "selectbox", "b200", {"hardware": "b200"}),
     ("mech", "selectbox", "mtp", {"mechanism": "mtp"}),
     ("tp", "selectbox", 4, {"tp": 4}),
-    ("s", "select_slider", 32768, {"context": 32768}),
+    ("ctx", "select_slider", 32768, {"context": 32768}),
     ("L", "select_slider", 40, {"layers": 40}),
     ("rho", "select_slider", 0.1, {"rho": 0.1}),
 ])

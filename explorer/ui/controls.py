@@ -8,6 +8,7 @@ import streamlit as st
 
 from explorer import url_state as us
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
+from explorer.ui.text import md_text
 
 WARNINGS_KEY = "_url_warnings"
 
@@ -26,8 +27,8 @@ def check_url_once() -> None:
 
 
 def show_url_warnings() -> None:
-    for w in st.session_state.get(WARNINGS_KEY, []):
-        st.warning(w, icon=":material/warning:")
+    for w in st.session_state.get(WARNINGS_KEY, []):  # quotes what the link says: as text
+        st.warning(md_text(w), icon=":material/warning:")
 
 
 def reset_overrides() -> None:
@@ -78,8 +79,8 @@ def sidebar() -> dict[str, Any]:
         sb.info(f"Override of the preset: {', '.join(overridden)}")
         sb.button("Reset to preset", on_click=reset_overrides, key="reset_overrides")
     sb.subheader("Workload")
-    v["s"] = sb.select_slider("Context S (KV tokens per sequence)", us.CONTEXT_OPTIONS,
-                              value=8192, key="s", bind="query-params")
+    v["ctx"] = sb.select_slider("Context S (KV tokens per sequence)", us.CONTEXT_OPTIONS,
+                              value=8192, key="ctx", bind="query-params")
     v["tp"] = sb.selectbox("Tensor parallel (GPUs)", us.TP_OPTIONS, index=1, key="tp",
                            bind="query-params")
     v["dt"] = sb.selectbox("Weights dtype", us.DTYPE_OPTIONS, key="dt", bind="query-params")

@@ -21,6 +21,7 @@ from explorer.measured.scenario_curve import (
 )
 from explorer.scenario import MeasuredCurve, Scenario
 from explorer.speedup import scenario_model
+from explorer.ui.text import md_text, plotly_text
 
 DATASETS = "datasets"  # name → ParseResult, in this browser session
 ACTIVE_CURVE = "active_curve"  # "dataset name::curve index"
@@ -89,9 +90,10 @@ def render(scenario: Scenario | None) -> None:
     if err:
         fname, result = err
         lines = [f"- row {p.row if p.row is not None else '—'}, field "
-                 f"`{p.field or '—'}`: {p.message}" for p in result.problems
+                 f"{md_text(p.field or '—')}: {md_text(p.message)}" for p in result.problems
                  if p.severity == "error"]
-        st.error(f"**{fname}** was not loaded ({result.format}): {len(lines)} problem(s)\n\n"
+        st.error(f"**{md_text(fname)}** was not loaded ({result.format}): "
+                 f"{len(lines)} problem(s)\n\n"
                  + "\n".join(lines[:50]) + ("\n- …" if len(lines) > 50 else ""))
 
     loaded = datasets()
@@ -100,12 +102,13 @@ def render(scenario: Scenario | None) -> None:
         for name, result in list(loaded.items()):
             with st.container(border=True):
                 cols = st.columns([5, 1])
-                cols[0].markdown(f"**{name}** — {result.format}: {result.summary}")
+                cols[0].markdown(f"**{md_text(name)}** — {result.format}: "
+                                 f"{md_text(result.summary)}")
                 if cols[1].button("Remove", key=f"rm_{name}"):
                     del loaded[name]
                     st.rerun()
                 for p in result.problems:
-                    st.caption(f"warning — row {p.row}, field {p.field}: {p.message}")
+                    st.caption(md_text(f"warning — row {p.row}, field {p.field}: {p.message}"))
         _curves_section(loaded)
         if scenario is not None:
             _calibration_section(loaded, scenario)
@@ -118,7 +121,7 @@ def _curves_section(loaded: dict[str, ParseResult]) -> None:
     if not options:
         return
     st.subheader("Acceptance curves")
-    labels = {f"{n}::{i}": f"{n}: {c.label}" for n, r in loaded.items()
+    labels = {f"{n}::{i}": md_text(f"{n}: {c.label}") for n, r in loaded.items()
               for i, c in enumerate(r.curves)}
     if st.session_state.get(ACTIVE_CURVE) not in options:
         st.session_state[ACTIVE_CURVE] = options[0]
@@ -130,8 +133,9 @@ def _curves_section(loaded: dict[str, ParseResult]) -> None:
             prov = provenance_text(c)
             fig.add_trace(go.Scatter(
                 x=np.asarray(c.draft_lens), y=np.asarray(c.acceptance_lengths),
-                mode="lines+markers", name=f"{n}: {c.label}"[:60],
-                hovertemplate="D=%{x}<br>AL=%{y:.3f}<br>" + prov.replace("%", "%%")[:200]
+                mode="lines+markers", name=plotly_text(f"{n}: {c.label}"[:60]),
+                hovertemplate="D=%{x}<br>AL=%{y:.3f}<br>"
+                + plotly_text(prov.replace("%", "%%")[:200])
                 + "<extra></extra>"))
     fig.update_layout(title="Uploaded acceptance curves", xaxis_title="draft length D",
                       yaxis_title="AL (tokens per target step)")

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from explorer.analysis import ParetoFrontier
 from explorer.cost_model import COMPONENTS
+from explorer.ui.text import plotly_text
 from explorer.view_data import ALCurve, GemmCurve, Surface, TileCurve, tile_boundaries
 
 COMPONENT_COLORS = {
@@ -183,7 +184,7 @@ def al_figure(curves: list[ALCurve], selected: str) -> go.Figure:
     for mech, group in samples.items():  # one trace per mechanism: NaN-separated curves
         xs = np.concatenate([np.append(c.draft_len, np.nan) for c in group])
         ys = np.concatenate([np.append(c.acceptance_length, np.nan) for c in group])
-        text = [f"{c.label[:70]}<br>{c.provenance[:110]}" for c in group
+        text = [f"{plotly_text(c.label[:70])}<br>{plotly_text(c.provenance[:110])}" for c in group
                 for _ in range(len(c.draft_len) + 1)]
         fig.add_trace(go.Scatter(
             x=_f32(xs), y=_f32(ys), mode="lines+markers", text=text,
@@ -198,11 +199,13 @@ def al_figure(curves: list[ALCurve], selected: str) -> go.Figure:
         visible: bool | str = True if (c.mechanism == selected or is_prior) else "legendonly"
         fig.add_trace(go.Scatter(
             x=_f32(c.draft_len), y=_f32(c.acceptance_length),
-            mode="lines" if is_prior else "lines+markers", name=c.label[:60], visible=visible,
+            mode="lines" if is_prior else "lines+markers", name=plotly_text(c.label[:60]),
+            visible=visible,
             line={"color": color, "dash": "dash" if is_prior else "solid",
                   "width": 3 if c.mechanism == selected else 1.5},
-            hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>" + c.provenance[:160].replace("%", "%%")
-            + "<extra>" + c.label[:40] + "</extra>",
+            hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>"
+            + plotly_text(c.provenance[:160].replace("%", "%%"))
+            + "<extra>" + plotly_text(c.label[:40]) + "</extra>",
         ))
     d_max = 32
     fig.add_trace(go.Scatter(x=[0, d_max], y=[1, 1 + d_max], mode="lines", name="AL = 1+D bound",

@@ -1,0 +1,138 @@
+"""`python -m explorer scenario save|show|list` and `evaluate --scenario-id`: the command line's
+way into the same scenario store as the app (EXPLORER_DATABASE_URL or EXPLORER_DATA_DIR).
+
+The store (SQLAlchemy, Alembic) is imported only by the commands that use it, so the other
+commands start as fast as before."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from explorer.cli import (
+    UsageError,
+    _add_scenario_options,
+    _Parser,
+    _print_json,
+    scenario_from_args,
+)
+from explorer.url_state import PARAM_BY_KEY
+
+if TYPE_CHECKING:
+    from explorer.store import StoredScenario
+
+FLAG_OF_RECORD_FIELD = {"name": "--name", "description": "--description", "view": "--slo/--usd",
+                        "scenario": "--scenario"}
+
+
+def add_parser(sub: Any) -> None:
+    """The `scenario` command and its subcommands (called by explorer.cli.build_parser)."""
+    sc = sub.add_parser("scenario", help="saved scenarios (the app's `?s=<id>` links)")
+    ssub = sc.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
+    save = ssub.add_parser("save", help="save a scenario; prints its id")
+    _add_scenario_options(save, lists=False)
+    save.add_argument("--name", default="", help="a short name (≤ 120 characters)")
+    save.add_argument("--description", default="", help="what it is for (≤ 2000 characters)")
+    save.add_argument("--slo", type=float, help="per-user speed target (tokens/s) for the view")
+    save.add_argument("--usd", type=float, help="GPU price ($ per GPU-hour) for the view")
+    show = ssub.add_parser("show", help="print a saved scenario as JSON")
+    show.add_argument("id", metavar="ID", help="scenario id or ?s=<id> link")
+    show.add_argument("--scenario-only", action="store_true",
+                      help="print only the Scenario (usable as --scenario FILE)")
+    ls = ssub.add_parser("list", help="list saved scenarios, newest first")
+    ls.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+
+
+def add_scenario_id_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenario-id", metavar="ID",
+                   help="a saved scenario (see `scenario list`); flags override it")
+
+
+def stored_scenario_base(args: argparse.Namespace) -> dict[str, Any]:
+    """The saved scenario named by --scenario-id, as the base that flags override."""
+    from explorer.store import StoreError, default_store
+
+    if getattr(args, "scenario", None):
+        raise UsageError("argument --scenario-id: not allowed with --scenario")
+    try:
+        record = default_store().get(args.scenario_id)
+    except StoreError as exc:
+        raise UsageError(f"argument --scenario-id: {exc.message}") from None
+    return record.scenario.model_dump(mode="json")
+
+
+def _record_json(record: StoredScenario) -> dict[str, Any]:
+    return {"id": record.id, "link": record.link, "name": record.name,
+            "description": record.description, "created_at": record.created_at.isoformat(),
+            "app_version": record.app_version, "schema_version": record.schema_version,
+            "view": record.view, "scenario": record.scenario.model_dump(mode="json")}
+
+
+def _check_range(value: float | None, key: str, flag: str) -> None:
+    if value is None:
+        return
+    reason = PARAM_BY_KEY[key].check(value)
+    if reason:
+        raise UsageError(f"argument {flag}: {value:g} {reason}")
+
+
+def cmd_save(args: argparse.Namespace) -> int:
+    from explorer.store import InvalidRecord, StoreError, default_store, view_of_scenario
+
+    _check_range(args.slo, "slo", "--slo")
+    _check_range(args.usd, "usd", "--usd")
+    scenario = scenario_from_args(args)
+    store = default_store()
+    try:
+        record = store.save(scenario, view_of_scenario(scenario, args.slo, args.usd),
+                            name=args.name, description=args.description)
+    except InvalidRecord as exc:
+        field, _, rest = exc.message.partition(": ")
+        raise UsageError(f"argument {FLAG_OF_RECORD_FIELD.get(field, field)}: {rest}") from None
+    except StoreError as exc:
+        raise UsageError(f"scenario save: {exc.message}") from None
+    if args.json:
+        _print_json({k: v for k, v in _record_json(record).items() if k != "scenario"})
+    else:
+        print(record.id)
+    print(f"saved {record.link} in {store.url}", file=sys.stderr)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from explorer.store import StoreError, default_store
+
+    try:
+        record = default_store().get(args.id)
+    except StoreError as exc:
+        raise UsageError(f"argument ID: {exc.message}") from None
+    _print_json(record.scenario.model_dump(mode="json") if args.scenario_only
+                else _record_json(record))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from explorer.store import StoreError, default_store
+
+    if args.limit < 1:
+        raise UsageError("argument --limit: must be ≥ 1")
+    try:
+        rows = default_store().list(limit=args.limit)
+    except StoreError as exc:
+        raise UsageError(f"scenario list: {exc.message}") from None
+    if args.json:
+        _print_json([{"id": r.id, "link": f"?s={r.id}", "name": r.name,
+                      "description": r.description, "created_at": r.created_at.isoformat()}
+                     for r in rows])
+        return 0
+    for r in rows:
+        name = r.name.replace("\n", " ") or "(unnamed)"
+        print(f"{r.id}  {r.created_at:%Y-%m-%d %H:%M:%S}Z  {name}")
+    return 0
+
+
+def cmd_scenario(args: argparse.Namespace) -> int:
+    commands = {"save": cmd_save, "show": cmd_show, "list": cmd_list}
+    return commands[args.scenario_command](args)

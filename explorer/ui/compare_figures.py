@@ -1,0 +1,155 @@
+"""Compare-page figures as pure functions: two to four scenarios overlaid (no Streamlit here)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import plotly.graph_objects as go
+
+from explorer.analysis import ParetoFrontier, pareto
+from explorer.scenario import Scenario
+from explorer.speedup import scenario_model
+from explorer.ui.text import plotly_text
+from explorer.view_data import speedup_surface
+
+FloatArray = npt.NDArray[np.float64]
+COLORS = ("#E45756", "#4C78A8", "#54A24B", "#B279A2")
+_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "hovermode": "closest",
+           "legend": {"orientation": "h", "y": -0.28}}
+
+
+@dataclass(frozen=True)
+class CompareSeries:
+    """What the overlays draw for one scenario."""
+
+    label: str
+    batch: int
+    draft_len: int
+    d: FloatArray  # draft lengths 0..d_max
+    speedup: FloatArray  # speedup vs D at the scenario's B (NaN where it does not fit)
+    acceptance_length: FloatArray  # AL vs D (NaN where the source has no value)
+    al_source: str
+    with_spec: ParetoFrontier
+    without: ParetoFrontier
+    current: tuple[float, float] | None  # (tokens/s per user, per GPU) at the scenario's point
+
+
+def compare_series(label: str, scenario: Scenario, current: tuple[float, float] | None = None,
+                   d_max: int = 32) -> CompareSeries:
+    """The arrays behind the overlays for one scenario (pure numpy via the core)."""
+    surface = speedup_surface(scenario, batches=[scenario.batch], d_max=d_max)
+    al = scenario_model(scenario).acceptance(surface.y)
+    with_spec, without = pareto(scenario)
+    return CompareSeries(
+        label=label, batch=scenario.batch, draft_len=scenario.draft_len, d=surface.y,
+        speedup=np.asarray(surface.z[:, 0], dtype=np.float64),
+        acceptance_length=np.asarray(al.acceptance_length, dtype=np.float64),
+        al_source=al.provenance, with_spec=with_spec, without=without, current=current)
+
+
+def _f32(a: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    return np.asarray(a, dtype=np.float32)
+
+
+def _at(x: FloatArray, y: FloatArray, at: float) -> float | None:
+    hit = np.nonzero(x == at)[0]
+    if not hit.size or not np.isfinite(y[hit[0]]):
+        return None
+    return float(y[hit[0]])
+
+
+def speedup_overlay(series: Sequence[CompareSeries]) -> go.Figure:
+    """Speedup vs D, each scenario at its own batch; its chosen D marked."""
+    fig = go.Figure()
+    for i, s in enumerate(series):
+        color, label = COLORS[i % len(COLORS)], plotly_text(s.label)
+        fig.add_trace(go.Scatter(
+            x=_f32(s.d), y=_f32(s.speedup), mode="lines", name=f"{label} (B={s.batch})"[:70],
+            line={"color": color, "width": 2}, legendgroup=str(i),
+            hovertemplate="D=%{x}<br>speedup %{y:.3f}×<extra>" + label[:30] + "</extra>"))
+        y = _at(s.d, s.speedup, s.draft_len)
+        if y is not None:
+            fig.add_trace(go.Scatter(
+                x=[s.draft_len], y=[y], mode="markers", showlegend=False, legendgroup=str(i),
+                marker={"symbol": "x", "size": 12, "color": color},
+                hovertemplate=f"this scenario: D={s.draft_len}, %{{y:.3f}}×<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[0, float(max((s.d[-1] for s in series), default=32))],
+                             y=[1, 1], mode="lines", name="no speedup",
+                             line={"color": "gray", "dash": "dot", "width": 1}, hoverinfo="skip"))
+    fig.update_layout(title="Speedup vs draft length D (each at its own batch B; × = its D)",
+                      xaxis={"title": "draft length D (tokens)"},
+                      yaxis={"title": "speedup over plain decoding (×)"}, **_LAYOUT)
+    return fig
+
+
+def pareto_overlay(series: Sequence[CompareSeries], slo: float | None = None) -> go.Figure:
+    """Each scenario's frontier with speculation (solid) and without (dotted)."""
+    fig = go.Figure()
+    for i, s in enumerate(series):
+        color, label = COLORS[i % len(COLORS)], plotly_text(s.label)
+        fig.add_trace(go.Scatter(
+            x=_f32(s.with_spec.tokens_per_s_per_user), y=_f32(s.with_spec.tokens_per_s_per_gpu),
+            mode="lines+markers", name=f"{label}: with speculation"[:70], legendgroup=str(i),
+            line={"color": color, "width": 2}, marker={"size": 4},
+            customdata=np.stack([s.with_spec.batch, s.with_spec.draft_len], axis=-1)
+            if s.with_spec.batch else None,
+            hovertemplate="B=%{customdata[0]}, D=%{customdata[1]}<br>%{x:.1f} tok/s/user<br>"
+            "%{y:.0f} tok/s/GPU<extra>" + label[:30] + "</extra>"))
+        fig.add_trace(go.Scatter(
+            x=_f32(s.without.tokens_per_s_per_user), y=_f32(s.without.tokens_per_s_per_gpu),
+            mode="lines", name=f"{label}: without"[:70], legendgroup=str(i),
+            line={"color": color, "width": 1, "dash": "dot"},
+            hovertemplate="%{x:.1f} tok/s/user<br>%{y:.0f} tok/s/GPU<extra>no spec</extra>"))
+        if s.current is not None:
+            fig.add_trace(go.Scatter(
+                x=[s.current[0]], y=[s.current[1]], mode="markers", showlegend=False,
+                legendgroup=str(i), marker={"symbol": "x", "size": 12, "color": color},
+                hovertemplate=f"this scenario: B={s.batch}, D={s.draft_len}<br>"
+                "%{x:.1f} tok/s/user<br>%{y:.0f} tok/s/GPU<extra></extra>"))
+    if slo:
+        x = float(np.log10(slo))
+        fig.update_layout(
+            shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0,
+                     "y1": 1, "line": {"color": "orange", "dash": "dash", "width": 1}}],
+            annotations=[{"x": x, "y": 1, "xref": "x", "yref": "paper", "showarrow": False,
+                          "text": f"SLO {slo:g} tok/s/user", "font": {"size": 9},
+                          "yanchor": "bottom"}])
+    fig.update_layout(title="Pareto frontiers: throughput per GPU vs speed per user",
+                      xaxis={"title": "tokens/s per user (interactivity, log)", "type": "log"},
+                      yaxis={"title": "tokens/s per GPU (throughput, log)", "type": "log"},
+                      **_LAYOUT)
+    return fig
+
+
+def al_overlay(series: Sequence[CompareSeries]) -> go.Figure:
+    """AL vs D from each scenario's own source; its chosen D marked."""
+    fig = go.Figure()
+    for i, s in enumerate(series):
+        color, label = COLORS[i % len(COLORS)], plotly_text(s.label)
+        fig.add_trace(go.Scatter(
+            x=_f32(s.d), y=_f32(s.acceptance_length), mode="lines+markers",
+            name=label[:70], legendgroup=str(i), line={"color": color, "width": 2},
+            marker={"size": 4},
+            hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>"
+            + plotly_text(s.al_source[:140].replace("%", "%%"))
+            + "<extra>" + label[:30] + "</extra>"))
+        y = _at(s.d, s.acceptance_length, s.draft_len)
+        if y is not None:
+            fig.add_trace(go.Scatter(
+                x=[s.draft_len], y=[y], mode="markers", showlegend=False, legendgroup=str(i),
+                marker={"symbol": "x", "size": 12, "color": color},
+                hovertemplate=f"this scenario: D={s.draft_len}, AL=%{{y:.2f}}<extra></extra>"))
+    d_max = float(max((s.d[-1] for s in series), default=32))
+    fig.add_trace(go.Scatter(x=[0, d_max], y=[1, 1 + d_max], mode="lines",
+                             name="AL = 1+D bound", line={"color": "gray", "dash": "dot",
+                                                          "width": 1}, hoverinfo="skip"))
+    top = max((float(np.nanmax(s.acceptance_length)) for s in series
+               if np.isfinite(s.acceptance_length).any()), default=8.0)
+    fig.update_layout(title="Acceptance length vs draft length D (each scenario's AL source)",
+                      xaxis={"title": "draft length D (tokens)"},
+                      yaxis={"title": "AL (tokens per target step)", "range": [1, top + 1]},
+                      **_LAYOUT)
+    return fig

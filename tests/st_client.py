@@ -1,0 +1,195 @@
+"""Helpers for the hosting, load, fault and bad-input tests.
+
+- ``serve``: a Streamlit server on 127.0.0.1 whose log is kept (to look for tracebacks).
+- ``StSession``: a minimal client of Streamlit's protobuf WebSocket (``/_stcore/stream``) that
+  drives a session the way the browser does — a ``rerun_script`` BackMsg carrying the query
+  string and the widget values — and collects the ForwardMsgs of that run. No rendering, so
+  twenty of them fit beside the server on two cores.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.Element_pb2 import Element
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Origin, Subprotocol
+
+ROOT = Path(__file__).resolve().parent.parent
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def wait_healthy(url: str, timeout_s: float = 60.0, proc: subprocess.Popen[bytes] | None = None
+                 ) -> float:
+    """Poll ``url``/_stcore/health until it answers ``ok``; return the seconds it took."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout_s:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read() == b"ok":
+                    return time.perf_counter() - t0
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not become healthy within {timeout_s:.0f} s")
+
+
+def start_server(port: int, log: Path, env: dict[str, str] | None = None,
+                 cwd: Path = ROOT, python: str = sys.executable) -> subprocess.Popen[bytes]:
+    """``streamlit run app.py`` as tests/conftest.py starts it, with stdout+stderr in ``log``."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [python, "-m", "streamlit", "run", "app.py",
+             "--server.headless", "true", "--server.address", "127.0.0.1",
+             "--server.port", str(port), "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+        )
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", 60, proc)
+    except RuntimeError:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def serve(port: int, log: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    proc = start_server(port, log, env)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_server(proc)
+
+
+def memory_mib(pid: int) -> tuple[float, float]:
+    """(resident, peak resident) memory of a process in MiB, from /proc."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+
+
+def log_problems(log: Path) -> list[str]:
+    """Lines of a server log that show an unhandled error."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return [line for line in text.splitlines()
+            if "Traceback" in line or " ERROR " in line or "Uncaught app exception" in line]
+
+
+@dataclass
+class Run:
+    """What one script run sent back."""
+
+    elapsed_s: float
+    status: int  # ForwardMsg.ScriptFinishedStatus; 0 = finished successfully
+    elements: list[Element] = field(default_factory=list)
+
+    def of_type(self, kind: str) -> list[Any]:
+        return [getattr(e, kind) for e in self.elements if e.WhichOneof("type") == kind]
+
+    def metric(self, label: str) -> str:
+        return str(next(m.body for m in self.of_type("metric") if m.label == label))
+
+    @property
+    def exceptions(self) -> list[str]:
+        return [f"{x.type}: {x.message}" for x in self.of_type("exception")]
+
+    def alerts(self) -> list[str]:
+        return [str(a.body) for a in self.of_type("alert")]
+
+
+class StSession:
+    """One browser-less session of the app over its WebSocket."""
+
+    def __init__(self, base_url: str, timeout_s: float = 120.0) -> None:
+        host = base_url.split("://", 1)[1]
+        self.timeout_s = timeout_s
+        self.ws: ClientConnection = connect(
+            f"ws://{host}/_stcore/stream", subprotocols=[Subprotocol("streamlit")],
+            origin=Origin(base_url), max_size=2**26, open_timeout=timeout_s,
+            close_timeout=5).__enter__()  # closed by close()
+        self.session_id = ""
+        self.widget_ids: dict[str, str] = {}  # user key → widget id
+        self.widget_states: dict[str, WidgetState] = {}  # widget id → last value sent
+
+    def close(self) -> None:
+        self.ws.close()
+
+    def __enter__(self) -> StSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def set_slider(self, key: str, value: float) -> None:
+        state = WidgetState(id=self.widget_ids[key])
+        state.double_array_value.data.append(value)
+        self.widget_states[state.id] = state
+
+    def rerun(self, query: str = "") -> Run:
+        """Send a rerun with ``query`` and the widget values set so far; wait for its end."""
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.widget_states.widgets.extend(self.widget_states.values())
+        t0 = time.perf_counter()
+        self.ws.send(msg.SerializeToString())
+        run = Run(0.0, -1)
+        deadline = t0 + self.timeout_s
+        while True:
+            fm = ForwardMsg()
+            fm.ParseFromString(self.ws.recv(timeout=max(0.1, deadline - time.perf_counter())))
+            kind = fm.WhichOneof("type")
+            if kind == "new_session":
+                self.session_id = fm.new_session.initialize.session_id
+            elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                el = fm.delta.new_element
+                run.elements.append(el)
+                widget = getattr(el, str(el.WhichOneof("type")), None)
+                wid = getattr(widget, "id", "")
+                if isinstance(wid, str) and wid.startswith("$$ID-") and wid.count("-") >= 2:
+                    self.widget_ids[wid.split("-", 2)[2]] = wid
+            elif kind == "script_finished":
+                if fm.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                    run.elements.clear()  # a newer run follows
+                    continue
+                run.status = int(fm.script_finished)
+                run.elapsed_s = time.perf_counter() - t0
+                return run
+
+
+def settle(page: Any) -> None:
+    """Wait until the app in a Playwright page has finished its run."""
+    page.wait_for_timeout(400)
+    page.wait_for_selector(IDLE, state="attached", timeout=90_000)
+    page.wait_for_timeout(300)
+
+
+def metric_text(page: Any, label: str) -> str:
+    box = page.get_by_test_id("stMetric").filter(has_text=label).first
+    return str(box.get_by_test_id("stMetricValue").inner_text())

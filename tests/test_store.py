@@ -1,0 +1,341 @@
+"""The scenario store on SQLite and on a real PostgreSQL server (scripts/ci_postgres.sh).
+
+The PostgreSQL URL comes from EXPLORER_TEST_DATABASE_URL (`make test` exports it) or the file the
+script writes. Without it the PostgreSQL cases skip locally and FAIL in CI (CI=true).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from explorer import url_state as us
+from explorer.hardware import HardwareOverrides
+from explorer.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
+from explorer.store import (
+    APP_VERSION,
+    ID_BYTES,
+    InvalidRecord,
+    InvalidScenarioId,
+    ScenarioNotFound,
+    ScenarioStore,
+    StoreUnavailable,
+    decode_view,
+    parse_id,
+    view_of_scenario,
+)
+from explorer.store_schema import VERSION_TABLE, metadata
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_URL_ENV = "EXPLORER_TEST_DATABASE_URL"
+PG_URL_FILE = Path(os.environ.get("EXPLORER_PG_DIR", "/tmp/specdec-explorer-pg")) / "url"
+
+
+def postgres_url() -> str:
+    url = os.environ.get(PG_URL_ENV, "").strip()
+    if not url and PG_URL_FILE.is_file():
+        url = PG_URL_FILE.read_text().strip()
+    if url:
+        return url
+    why = (f"no PostgreSQL for the store tests: {PG_URL_ENV} is unset "
+           "(scripts/ci_postgres.sh starts a server and prints its URL)")
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+@pytest.fixture
+def pg_database() -> Iterator[str]:
+    """A fresh database on the test server for one test, dropped afterwards."""
+    base = sa.make_url(postgres_url()).set(drivername="postgresql+psycopg")
+    name = f"explorer_t_{secrets.token_hex(6)}"
+    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError as exc:
+        admin.dispose()
+        pytest.fail(f"the PostgreSQL test server at {base.host}:{base.port} is not usable: "
+                    f"{str(exc.orig).splitlines()[0]}")
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'data' / 'scenarios.sqlite3'}"
+    return str(request.getfixturevalue("pg_database"))
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[ScenarioStore]:
+    s = ScenarioStore(db_url)
+    yield s
+    s.dispose()
+
+
+CURVE = MeasuredCurve(label="al_curve.csv: eagle3 on llama, gsm8k", draft_lens=(1, 2, 3, 5, 7),
+                      acceptance_lengths=(1.8, 2.4, 2.9, 3.5, 3.9), source="file al_curve.csv")
+
+
+def rich_scenario(batch: int = 8) -> Scenario:
+    """Uploaded curve + calibrated hardware + measured step table: all must travel."""
+    return Scenario(
+        batch=batch, draft_len=5, tp=4, context=32768,
+        acceptance=Acceptance(kind="curve", curve=CURVE),
+        hardware_overrides=HardwareOverrides(gemm_compute_efficiency=0.61,
+                                             launch_latency_s=3.1e-6, label="fitted to mine"),
+        measured_steps=MeasuredSteps(batch=(1, 8, 8), draft_len=(0, 0, 3),
+                                     step_time_s=(0.011, 0.0125, 0.0161), source="bench.csv"),
+    )
+
+
+def test_round_trip_keeps_scenario_data_view_and_text(store: ScenarioStore):
+    sc = rich_scenario()
+    view = {**view_of_scenario(sc), "slo": 42.5, "usd": 2.123456789}
+    name, desc = "70B on 4×H200 — <b>not bold</b>", "line one\nline two with 'quotes' & ünïcode"
+    saved = store.save(sc, view, name=name, description=desc)
+    assert len(saved.id) >= 22 and parse_id(saved.id) == saved.id
+    assert saved.link == f"?s={saved.id}"
+    got = store.get(saved.id)
+    assert got == saved
+    assert got.scenario.model_dump_json() == sc.model_dump_json()
+    assert got.scenario.acceptance.curve == CURVE
+    assert got.scenario.hardware_overrides == sc.hardware_overrides
+    assert got.scenario.measured_steps == sc.measured_steps
+    assert got.view["slo"] == 42.5 and got.view["usd"] == 2.123456789
+    assert (got.name, got.description) == (name, desc)
+    assert got.created_at.tzinfo is not None
+    assert got.schema_version == 1 and got.app_version
+    assert [s.id for s in store.list()] == [saved.id]
+
+
+def test_saving_again_creates_a_new_record_and_never_changes_the_old(store: ScenarioStore):
+    first = store.save(Scenario(batch=8), name="first")
+    second = store.save(Scenario(batch=8), name="first")
+    third = store.save(Scenario(batch=16), name="changed")
+    assert len({first.id, second.id, third.id}) == 3
+    assert store.get(first.id) == first and store.get(first.id).scenario.batch == 8
+    assert store.count() == 3
+    assert not hasattr(store, "update") and not hasattr(store, "delete")
+    listed = store.list()
+    assert {s.id for s in listed} == {first.id, second.id, third.id}
+    assert listed[0].created_at >= listed[-1].created_at
+
+
+def test_ids_are_128_random_bits(tmp_path: Path):
+    s = ScenarioStore(f"sqlite:///{tmp_path / 'ids.sqlite3'}")
+    ids = [s.save(Scenario()).id for _ in range(40)]
+    assert len(set(ids)) == len(ids)
+    for rid in ids:
+        raw = base64.urlsafe_b64decode(rid + "=" * (-len(rid) % 4))
+        assert len(raw) == ID_BYTES >= 16
+    s.dispose()
+
+
+def test_restart_new_engine_and_new_process_read_the_same_record(db_url: str):
+    a = ScenarioStore(db_url)
+    saved = a.save(rich_scenario(), name="survives restarts")
+    a.dispose()
+    b = ScenarioStore(db_url)
+    assert b.get(saved.id) == saved
+    b.dispose()
+    code = ("import sys; from explorer.store import ScenarioStore; "
+            "print(ScenarioStore(sys.argv[1]).get(sys.argv[2]).model_dump_json())")
+    out = subprocess.run([sys.executable, "-c", code, db_url, saved.id], cwd=ROOT,
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    assert json.loads(out) == json.loads(saved.model_dump_json())
+
+
+def test_concurrent_saves_from_many_threads_lose_and_mix_nothing(store: ScenarioStore):
+    threads, per_thread = 12, 5
+    results: list[tuple[str, int, str]] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    start = threading.Barrier(threads)
+
+    def worker(t: int) -> None:
+        try:
+            start.wait()
+            for j in range(per_thread):
+                batch = us.BATCH_OPTIONS[(t * per_thread + j) % len(us.BATCH_OPTIONS)]
+                name = f"thread {t} save {j}"
+                rec = store.save(Scenario(batch=batch, draft_len=t % 8), name=name)
+                with lock:
+                    results.append((rec.id, batch, name))
+        except BaseException as exc:
+            with lock:
+                errors.append(exc)
+
+    pool = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join(timeout=120)
+    assert not errors, errors[:3]
+    assert len(results) == threads * per_thread
+    assert len({r[0] for r in results}) == len(results)
+    assert store.count() == len(results)
+    for rid, batch, name in results:
+        got = store.get(rid)
+        assert (got.scenario.batch, got.name) == (batch, name)
+        assert got.scenario.draft_len == int(name.split()[1]) % 8
+
+
+def test_unknown_id_is_named(store: ScenarioStore):
+    store.save(Scenario())
+    missing = "A" * 22
+    with pytest.raises(ScenarioNotFound, match=f"no saved scenario has the id '{missing}'"):
+        store.get(missing)
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "../../etc/passwd", "x" * 100, "<script>a</script>",
+                                 "a b c d e f g h i j k l m n", "?s=", "' OR 1=1 --aaaaaaaaaaa"])
+def test_malformed_ids_get_one_clear_line(store: ScenarioStore, bad: str):
+    with pytest.raises(InvalidScenarioId) as info:
+        store.get(bad)
+    msg = str(info.value)
+    assert "is not a scenario id" in msg and "\n" not in msg and len(msg) < 200
+
+
+def test_links_and_urls_are_accepted_as_ids():
+    sid = "Abc_def-0123456789ABCDEFG"
+    for text in (sid, f"?s={sid}", f" https://x.example/explorer?v=1&s={sid} ", f"s={sid}"):
+        assert parse_id(text) == sid
+
+
+def test_read_only_database_reads_but_refuses_to_save(db_url: str):
+    rw = ScenarioStore(db_url)
+    saved = rw.save(Scenario(batch=4), name="before read-only")
+    rw.dispose()
+    url = sa.make_url(db_url)
+    if url.get_backend_name() == "sqlite":
+        ro_url = f"sqlite:///file:{url.database}?mode=ro&uri=true"
+    else:
+        ro_url = (url.update_query_dict({"options": "-c default_transaction_read_only=on"})
+                  .render_as_string(hide_password=False))
+    ro = ScenarioStore(ro_url)
+    assert ro.get(saved.id) == saved
+    with pytest.raises(StoreUnavailable, match="read-only, so saving is not possible"):
+        ro.save(Scenario(), name="refused")
+    ro.dispose()
+
+
+def test_missing_database_is_unavailable_with_a_reason(tmp_path: Path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    s = ScenarioStore(f"sqlite:///{blocker / 'data' / 'scenarios.sqlite3'}")
+    for call in (lambda: s.save(Scenario()), lambda: s.get("A" * 22), s.list):
+        with pytest.raises(StoreUnavailable, match=r"data directory .* cannot be created"):
+            call()
+    gone = ScenarioStore("postgresql://someone:s3cret@127.0.0.1:1/nothing")
+    with pytest.raises(StoreUnavailable) as info:
+        gone.save(Scenario())
+    assert "unavailable" in str(info.value) and "s3cret" not in str(info.value)
+    assert "***" in gone.url
+
+
+def test_sqlite_default_location_is_the_data_dir(tmp_path: Path, monkeypatch):
+    from explorer import store as store_mod
+
+    monkeypatch.delenv(store_mod.DATABASE_URL_ENV, raising=False)
+    monkeypatch.setenv(store_mod.DATA_DIR_ENV, str(tmp_path / "dd"))
+    store_mod.reset_default_stores()
+    s = store_mod.default_store()
+    saved = s.save(Scenario())
+    assert (tmp_path / "dd" / store_mod.SQLITE_FILE).is_file()
+    assert s.get(saved.id) == saved
+    monkeypatch.setenv(store_mod.DATABASE_URL_ENV, "postgres://u:p@127.0.0.1:1/x")
+    assert store_mod.default_store().url.startswith("postgresql+psycopg://u:***@")
+    store_mod.reset_default_stores()
+
+
+def test_name_description_and_view_limits(store: ScenarioStore):
+    with pytest.raises(InvalidRecord, match="name: at most 120"):
+        store.save(Scenario(), name="n" * 121)
+    with pytest.raises(InvalidRecord, match="description: at most 2000"):
+        store.save(Scenario(), description="d" * 2001)
+    with pytest.raises(InvalidRecord, match="view: 'b'"):
+        store.save(Scenario(), view={"b": [1, 2]})
+    rec = store.save(Scenario(), name="tab\there\x00\x1b[31m", description="a\nb\x07")
+    assert rec.name == "tab here  [31m" and rec.description == "a\nb"
+    assert store.get(rec.id).name == rec.name
+
+
+def test_schema_is_alembic_head_and_matches_the_tables(store: ScenarioStore):
+    store.migrate()
+    with store.engine().connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+        assert ctx.get_current_revision() == store.head_revision()
+        assert compare_metadata(ctx, metadata) == []
+    store.migrate()  # idempotent
+    assert store.count() == 0
+
+
+def test_view_of_a_scenario_reproduces_it_through_the_url_state():
+    for sc in (Scenario(batch=8, draft_len=7, tp=4, group=16, rho=0.1),
+               Scenario(acceptance=Acceptance(kind="iid", alpha=0.55)),
+               Scenario(mechanism="external", draft_model="llama-3.2-1b")):
+        state = decode_view(view_of_scenario(sc, slo=50.0))
+        assert state.warnings == ()
+        assert us.scenario_from_view(state.values) == sc
+        assert state.values["slo"] == 50.0
+    odd = decode_view(view_of_scenario(Scenario(batch=5)))
+    assert any("saved value 'b=5'" in w for w in odd.warnings)
+
+
+def test_the_store_is_core_code_without_ui_imports():
+    code = ("import sys, explorer.store, explorer.store_schema, explorer.cli_scenario, "
+            "explorer.migrations; from explorer.store import ScenarioStore; "
+            "ScenarioStore('sqlite:///:memory:').migrate(); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly')]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
+
+
+def test_records_carry_the_projects_version():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert meta["project"]["version"] == APP_VERSION
+
+
+def test_replicas_opening_a_new_database_at_once_all_work(db_url: str):
+    """Several app processes' first use of one empty database: one migrates, none fails."""
+    replicas = [ScenarioStore(db_url) for _ in range(6)]
+    ids: list[str] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(replicas))
+
+    def first_use(s: ScenarioStore) -> None:
+        try:
+            start.wait()
+            ids.append(s.save(Scenario(), name="first").id)
+        except BaseException as exc:
+            errors.append(exc)
+
+    pool = [threading.Thread(target=first_use, args=(s,)) for s in replicas]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join(timeout=120)
+    assert not errors, errors[:3]
+    assert replicas[0].count() == len(replicas) == len(set(ids))
+    for s in replicas:
+        s.dispose()
