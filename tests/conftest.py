@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -20,6 +21,34 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+
+
+PG_URL_ENV = "EXPLORER_TEST_DATABASE_URL"
+PG_URL_FILE = Path(os.environ.get("EXPLORER_PG_DIR", "/tmp/specdec-explorer-pg")) / "url"
+
+
+def postgres_url(purpose: str = "these tests") -> str:
+    """The test PostgreSQL server's URL (scripts/ci_postgres.sh); fails under CI without one."""
+    url = os.environ.get(PG_URL_ENV, "").strip()
+    if not url and PG_URL_FILE.is_file():
+        url = PG_URL_FILE.read_text().strip()
+    if url:
+        return url
+    why = (f"no PostgreSQL for {purpose}: {PG_URL_ENV} is unset "
+           "(scripts/ci_postgres.sh starts a server and prints its URL)")
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def run_app(**params: str) -> AppTest:
+    """Run app.py in AppTest with these URL parameters; the run must raise nothing."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
 
 
 def free_port() -> int:

@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from conftest import run_app
 from streamlit.testing.v1 import AppTest
 
 from explorer import Scenario, evaluate
-
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
-
-
-def run_app(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def metric(at: AppTest, label: str) -> str:

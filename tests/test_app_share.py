@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import run_app
 from streamlit.testing.v1 import AppTest
 
 from explorer import evaluate, store
@@ -16,7 +17,6 @@ from explorer.hardware import HardwareOverrides
 from explorer.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
 from explorer.store import default_store, view_of_scenario
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 CURVE = MeasuredCurve(label="mine.csv: eagle3 on llama-70b, chat", draft_lens=(1, 2, 3, 5, 7),
                       acceptance_lengths=(1.7, 2.2, 2.6, 3.1, 3.4), source="file mine.csv")
 
@@ -28,15 +28,6 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     store.reset_default_stores()
     yield tmp_path / "data"
     store.reset_default_stores()
-
-
-def run_app(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def goto(at: AppTest, url_path: str) -> AppTest:

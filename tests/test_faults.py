@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import sqlalchemy as sa
-from conftest import free_port
+from conftest import free_port, postgres_url
 from st_client import (
     StSession,
     log_problems,
@@ -49,22 +49,12 @@ from explorer.store_schema import scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-PG_URL_ENV = "EXPLORER_TEST_DATABASE_URL"
-PG_URL_FILE = Path(os.environ.get("EXPLORER_PG_DIR", "/tmp/specdec-explorer-pg")) / "url"
 
 
 # --- databases -------------------------------------------------------------------------------
 
 def _postgres_base() -> sa.URL:
-    url = os.environ.get(PG_URL_ENV, "").strip()
-    if not url and PG_URL_FILE.is_file():
-        url = PG_URL_FILE.read_text().strip()
-    if not url:
-        why = f"no PostgreSQL for the fault tests: {PG_URL_ENV} is unset (scripts/ci_postgres.sh)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(why)
-        pytest.skip(why)
-    return sa.make_url(url).set(drivername="postgresql+psycopg")
+    return sa.make_url(postgres_url("the fault tests")).set(drivername="postgresql+psycopg")
 
 
 class Db:

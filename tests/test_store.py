@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import secrets
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from conftest import postgres_url as shared_postgres_url
 
 from explorer import url_state as us
 from explorer.hardware import HardwareOverrides
@@ -40,21 +40,9 @@ from explorer.store import (
 from explorer.store_schema import VERSION_TABLE, metadata
 
 ROOT = Path(__file__).resolve().parent.parent
-PG_URL_ENV = "EXPLORER_TEST_DATABASE_URL"
-PG_URL_FILE = Path(os.environ.get("EXPLORER_PG_DIR", "/tmp/specdec-explorer-pg")) / "url"
-
 
 def postgres_url() -> str:
-    url = os.environ.get(PG_URL_ENV, "").strip()
-    if not url and PG_URL_FILE.is_file():
-        url = PG_URL_FILE.read_text().strip()
-    if url:
-        return url
-    why = (f"no PostgreSQL for the store tests: {PG_URL_ENV} is unset "
-           "(scripts/ci_postgres.sh starts a server and prints its URL)")
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(why)
-    pytest.skip(why)
+    return shared_postgres_url("the store tests")
 
 
 @pytest.fixture
