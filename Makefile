@@ -44,8 +44,8 @@ pytest: $(VENV)/.dev-installed chromium
 test: lint typecheck pytest
 
 bench: $(VENV)/.dev-installed
-	$(PY) benchmarks/bench_model.py
-	@for f in benchmarks/bench_*.py; do [ "$$f" = benchmarks/bench_model.py ] || $(PY) $$f; done
+	PYTHONPATH=. $(PY) benchmarks/bench_model.py
+	@for f in benchmarks/bench_*.py; do [ "$$f" = benchmarks/bench_model.py ] || PYTHONPATH=. $(PY) $$f; done
 
 clean:
 	rm -rf $(VENV) tests/artifacts .mypy_cache .ruff_cache
