@@ -6,7 +6,7 @@ import time
 
 import streamlit as st
 
-from explorer.scenario import MeasuredCurve, Scenario
+from explorer.specs.scenario import MeasuredCurve, Scenario
 from explorer.ui import compare_page, controls, data_page, explorer_page, share, sources_page
 
 _started = time.perf_counter()

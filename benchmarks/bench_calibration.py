@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from explorer.calibration import AttentionTimings, GemmTimings, fit_kernel_efficiencies
-from explorer.kernels import gemm_time
+from explorer.model.kernels import gemm_time
 from explorer.presets import hardware_presets
 
 REFERENCE = Path("/work/shared/reference")

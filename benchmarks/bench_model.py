@@ -13,8 +13,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from explorer import Scenario
+from explorer.model.grid import scenario_model
 from explorer.presets import mechanism_presets
-from explorer.speedup import scenario_model
 
 BATCHES = np.unique(np.round(np.logspace(0, 12, 64, base=2.0)))
 DRAFT_LENS = np.arange(0, 33, dtype=np.float64)

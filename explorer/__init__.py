@@ -2,16 +2,20 @@
 
 The same operations as the CLI and the UI, as functions on the `Scenario` model:
 
-    from explorer import Scenario, evaluate, recommend, sweep, gemm_time, attention_time
+    from explorer import Scenario, evaluate, recommend, gemm_time, attention_time
+    from explorer.analysis.frontier import sweep
     evaluate(Scenario(hardware="h200", model="llama-3.1-70b", batch=8, draft_len=3))
 """
 
-from explorer.analysis import Evaluation, best_draft_len, evaluate, pareto
-from explorer.guidelines import Recommendation, guidelines, recommend
-from explorer.kernels import attention_time, gemm_time
-from explorer.scenario import Acceptance, MeasuredCurve, Scenario
-from explorer.speedup import resolve, scenario_model
-from explorer.sweep import sweep
+from explorer.analysis.evaluate import Evaluation, evaluate
+from explorer.analysis.frontier import best_draft_len, pareto
+from explorer.analysis.guidelines import guidelines
+from explorer.analysis.recommend import Recommendation, recommend
+from explorer.analysis.sweep import sweep
+from explorer.model.grid import scenario_model
+from explorer.model.kernels import attention_time, gemm_time
+from explorer.model.resolve import resolve
+from explorer.specs.scenario import Acceptance, MeasuredCurve, Scenario
 
 __all__ = [
     "Acceptance", "Evaluation", "MeasuredCurve", "Recommendation", "Scenario", "attention_time",

@@ -1,5 +1,5 @@
 import sys
 
-from explorer.cli import main
+from explorer.interfaces.cli import main
 
 sys.exit(main())

@@ -28,10 +28,10 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 from scipy.optimize import least_squares
 
-from explorer.cost_model import total
-from explorer.hardware import BYTES_PER_ELEMENT, HardwareOverrides, HardwareSpec
-from explorer.kernels import attention_time, gemm_time
-from explorer.speedup import ScenarioModel
+from explorer.model.grid import ScenarioModel
+from explorer.model.kernels import attention_time, gemm_time
+from explorer.model.layers import total
+from explorer.specs.hardware import BYTES_PER_ELEMENT, HardwareOverrides, HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

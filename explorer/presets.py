@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from explorer.architecture import ModelSpec
-from explorer.hardware import HardwareSpec
-from explorer.mechanisms import MechanismSpec
+from explorer.specs.architecture import ModelSpec
+from explorer.specs.hardware import HardwareSpec
+from explorer.specs.mechanism import MechanismSpec
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from explorer.acceptance import (
+from explorer.model.acceptance import (
     al_decaying,
     al_from_conditional,
     al_from_marginal,
@@ -16,8 +16,8 @@ from explorer.acceptance import (
     marginal_from_al,
     marginal_from_conditional,
 )
-from explorer.acceptance_model import curve_al
-from explorer.scenario import MeasuredCurve
+from explorer.model.acceptance_source import curve_al
+from explorer.specs.scenario import MeasuredCurve
 
 # Rates are 0 or ≥ 1e-6: products of subnormals underflow, which no measurement produces.
 rates = st.lists(st.one_of(st.just(0.0), st.floats(1e-6, 1.0)), min_size=1, max_size=40)

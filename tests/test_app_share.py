@@ -12,10 +12,11 @@ import pytest
 from conftest import run_app
 from streamlit.testing.v1 import AppTest
 
-from explorer import evaluate, store
-from explorer.hardware import HardwareOverrides
-from explorer.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
-from explorer.store import default_store, view_of_scenario
+from explorer import evaluate
+from explorer.interfaces import store
+from explorer.interfaces.store import default_store, view_of_scenario
+from explorer.specs.hardware import HardwareOverrides
+from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
 
 CURVE = MeasuredCurve(label="mine.csv: eagle3 on llama-70b, chat", draft_lens=(1, 2, 3, 5, 7),
                       acceptance_lengths=(1.7, 2.2, 2.6, 3.1, 3.4), source="file mine.csv")

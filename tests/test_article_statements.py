@@ -8,14 +8,18 @@ import numpy as np
 import pytest
 
 from explorer import Scenario, evaluate
-from explorer.acceptance import al_iid
-from explorer.acceptance_model import ALResult
-from explorer.cost_model import unique_experts
-from explorer.guidelines import attention_start_draft_len, guidelines, tile_aligned_draft_lens
-from explorer.kernels import attention_time, gemm_time
+from explorer.analysis.guidelines import (
+    attention_start_draft_len,
+    guidelines,
+    tile_aligned_draft_lens,
+)
+from explorer.model.acceptance import al_iid
+from explorer.model.acceptance_source import ALResult
+from explorer.model.grid import scenario_model
+from explorer.model.kernels import attention_time, gemm_time
+from explorer.model.layers import unique_experts
 from explorer.presets import hardware_presets
-from explorer.scenario import Acceptance
-from explorer.speedup import scenario_model
+from explorer.specs.scenario import Acceptance
 
 
 def test_guideline_2_start_draft_len_from_group():

@@ -1,7 +1,7 @@
 """Bad input: hostile links, files and messages get a clear message, nothing user-provided is
 executed or rendered as markup, and memory stays bounded. Each test prints its figures.
 
-- URL parameters: explorer/url_state.py (decode never raises; warnings name the parameter), in
+- URL parameters: explorer/interfaces/view_state.py (decode never raises; warnings name the parameter), in
   AppTest and over the WebSocket a browser uses.
 - Files: explorer.measured.parse_bytes (never raises; 50 MiB cap), in-process and through the
   app's uploader; the 50 MB upload limit of .streamlit/config.toml in the browser.
@@ -40,11 +40,11 @@ from st_client import (
 from streamlit.testing.v1 import AppTest
 
 from explorer import Scenario, evaluate
-from explorer import url_state as us
+from explorer.interfaces import view_state as us
+from explorer.interfaces.store import ScenarioStore
 from explorer.measured import parse_bytes
 from explorer.measured._common import MAX_FILE_BYTES, MAX_PROBLEMS
-from explorer.scenario import Acceptance, MeasuredCurve
-from explorer.store import ScenarioStore
+from explorer.specs.scenario import Acceptance, MeasuredCurve
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")

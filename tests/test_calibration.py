@@ -16,12 +16,12 @@ from explorer.calibration import (
     mape,
     normalize_dtype,
 )
-from explorer.cost_model import total
-from explorer.hardware import HardwareOverrides, HardwareSpec
-from explorer.kernels import attention_time, gemm_time
+from explorer.model.grid import ScenarioModel, scenario_model
+from explorer.model.kernels import attention_time, gemm_time
+from explorer.model.layers import total
 from explorer.presets import hardware_presets
-from explorer.scenario import Scenario
-from explorer.speedup import ScenarioModel, scenario_model
+from explorer.specs.hardware import HardwareOverrides, HardwareSpec
+from explorer.specs.scenario import Scenario
 
 NOISE = 0.03
 PRESET = hardware_presets()["h200"]
@@ -179,8 +179,8 @@ def test_dtype_spellings_and_unsupported_rows() -> None:
 
 
 def test_measured_tables_feed_the_fit() -> None:
-    from explorer.measured.types import AttentionTimings as MeasuredAttention
-    from explorer.measured.types import GemmTimings as MeasuredGemm
+    from explorer.specs.measured import AttentionTimings as MeasuredAttention
+    from explorer.specs.measured import GemmTimings as MeasuredGemm
 
     g, a = gemm_grid(TRUE), attention_grid(TRUE)
     mg = MeasuredGemm(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from explorer.cli import main
+from explorer.interfaces.cli import main
 
 EVALUATE_KEYS = {
     "speedup", "acceptance_length", "t_verif_base_s", "t_verif_spec_s", "t_draft_s",
@@ -136,7 +136,8 @@ def test_presets_and_schema():
 
 def test_module_entry_point_and_core_imports_no_ui():
     code = (
-        "import sys, explorer, explorer.cli, explorer.url_state, explorer.view_data;"
+        "import sys, explorer, explorer.interfaces.cli, explorer.interfaces.view_state,"
+        " explorer.analysis.views;"
         "assert not any(m.split('.')[0] in ('streamlit', 'plotly') for m in sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

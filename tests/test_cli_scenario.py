@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from explorer import store
-from explorer.cli import main
+from explorer.interfaces import store
+from explorer.interfaces.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from explorer import evaluate
-from explorer.scenario import Acceptance, MeasuredCurve, Scenario
+from explorer.specs.scenario import Acceptance, MeasuredCurve, Scenario
 from explorer.ui import compare_figures as cf
 from explorer.ui.compare_page import CompareItem, differing_inputs
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from explorer import Scenario, recommend
-from explorer.analysis import best_draft_len
-from explorer.engine_configs import (
+from explorer.analysis.frontier import best_draft_len
+from explorer.export.engine_configs import (
     SGLANG_ALGORITHM,
     TRTLLM_DECODING_TYPE,
     VLLM_METHOD,
@@ -26,7 +26,7 @@ from explorer.engine_configs import (
     trtllm_config,
     vllm_config,
 )
-from explorer.scenario import Acceptance
+from explorer.specs.scenario import Acceptance
 
 MECHANISMS = ["external", "mtp", "eagle3", "dflash", "dspark", "ngram"]
 # A point where memory does not bind up to B = 4096 and speculation stops paying at a few hundred.
@@ -240,6 +240,6 @@ def test_yaml_quotes_what_needs_quoting():
 
 
 def test_engine_configs_module_imports_no_ui():
-    code = ("import sys, explorer.engine_configs;"
+    code = ("import sys, explorer.export.engine_configs;"
             "assert not any(m.split('.')[0] in ('streamlit', 'plotly') for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)

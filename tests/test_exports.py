@@ -18,11 +18,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer import MeasuredCurve, Scenario, evaluate
-from explorer.analysis import draft_len_range
-from explorer.cli import main as cli_main
-from explorer.engine_configs import engine_configs
-from explorer.hardware import HardwareOverrides
-from explorer.scenario import Acceptance, scenario_json_schema
+from explorer.analysis.frontier import draft_len_range
+from explorer.export.engine_configs import engine_configs
+from explorer.interfaces.cli import main as cli_main
+from explorer.specs.hardware import HardwareOverrides
+from explorer.specs.scenario import Acceptance, scenario_json_schema
 from explorer.ui.export_panel import (
     SWEEP_BATCHES,
     csv_bytes,

@@ -43,9 +43,9 @@ from st_client import (
 from streamlit.testing.v1 import AppTest
 
 from explorer import Scenario, evaluate
-from explorer.scenario import Acceptance, MeasuredCurve, MeasuredSteps
-from explorer.store import ScenarioStore, StoreError, reset_default_stores
-from explorer.store_schema import scenarios
+from explorer.interfaces.store import ScenarioStore, StoreError, reset_default_stores
+from explorer.interfaces.store_schema import scenarios
+from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -249,8 +249,8 @@ def test_database_turns_read_only_mid_session(db: Db, monkeypatch: pytest.Monkey
 
 SAVER = """
 import hashlib, sys
-from explorer.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
-from explorer.store import ScenarioStore
+from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
+from explorer.interfaces.store import ScenarioStore
 
 def rich(i):  # as tests/test_faults.py's rich()
 """ + "\n".join("    " + line for line in inspect.getsource(rich).splitlines()[2:]) + """

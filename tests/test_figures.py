@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from explorer import Scenario, pareto
+from explorer.analysis.views import gemm_efficiency, speedup_surface, tile_boundaries, tile_steps
 from explorer.ui import figures
-from explorer.view_data import gemm_efficiency, speedup_surface, tile_boundaries, tile_steps
 
 
 def test_tile_boundaries_are_where_g_times_1_plus_d_hits_128k():

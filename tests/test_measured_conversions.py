@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.acceptance import (
+from explorer.measured import AcceptanceCurve, parse_bytes
+from explorer.model.acceptance import (
     al_from_conditional,
     conditional_from_marginal,
     marginal_from_al,
     marginal_from_conditional,
 )
-from explorer.measured import AcceptanceCurve, parse_bytes
 
 COND = [0.8, 0.75, 0.5]
 MARG = [0.8, 0.6, 0.3]  # running products of COND

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from explorer import Scenario, evaluate
-from explorer.cost_model import COMPONENTS
-from explorer.kernels import attention_time, gemm_time
 from explorer.measured import validate_path
 from explorer.measured.scenario_curve import as_measured_kernels, as_measured_steps
+from explorer.model.grid import scenario_model
+from explorer.model.kernels import attention_time, gemm_time
+from explorer.model.layers import COMPONENTS
 from explorer.presets import hardware_presets
-from explorer.scenario import MeasuredAttention, MeasuredGemm, MeasuredKernels, MeasuredSteps
-from explorer.speedup import scenario_model
+from explorer.specs.scenario import MeasuredAttention, MeasuredGemm, MeasuredKernels, MeasuredSteps
 
 BASE = {"hardware": "h100", "model": "llama-3.1-8b", "tp": 1, "batch": 8, "context": 4096,
         "draft_len": 3}

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer import Scenario, evaluate
-from explorer.cost_model import COMPONENTS
+from explorer.model.grid import scenario_model
+from explorer.model.layers import COMPONENTS
 from explorer.presets import hardware_presets, mechanism_presets, model_presets
-from explorer.speedup import scenario_model
 
 targets = [k for k, m in model_presets().items() if m.role in ("target", "both")]
 scenarios = st.builds(

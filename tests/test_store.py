@@ -22,10 +22,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from conftest import postgres_url as shared_postgres_url
 
-from explorer import url_state as us
-from explorer.hardware import HardwareOverrides
-from explorer.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
-from explorer.store import (
+from explorer.interfaces import view_state as us
+from explorer.interfaces.store import (
     APP_VERSION,
     ID_BYTES,
     InvalidRecord,
@@ -37,7 +35,9 @@ from explorer.store import (
     parse_id,
     view_of_scenario,
 )
-from explorer.store_schema import VERSION_TABLE, metadata
+from explorer.interfaces.store_schema import VERSION_TABLE, metadata
+from explorer.specs.hardware import HardwareOverrides
+from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,7 +146,7 @@ def test_restart_new_engine_and_new_process_read_the_same_record(db_url: str):
     b = ScenarioStore(db_url)
     assert b.get(saved.id) == saved
     b.dispose()
-    code = ("import sys; from explorer.store import ScenarioStore; "
+    code = ("import sys; from explorer.interfaces.store import ScenarioStore; "
             "print(ScenarioStore(sys.argv[1]).get(sys.argv[2]).model_dump_json())")
     out = subprocess.run([sys.executable, "-c", code, db_url, saved.id], cwd=ROOT,
                          capture_output=True, text=True, check=True, timeout=120).stdout
@@ -242,7 +242,7 @@ def test_missing_database_is_unavailable_with_a_reason(tmp_path: Path):
 
 
 def test_sqlite_default_location_is_the_data_dir(tmp_path: Path, monkeypatch):
-    from explorer import store as store_mod
+    from explorer.interfaces import store as store_mod
 
     monkeypatch.delenv(store_mod.DATABASE_URL_ENV, raising=False)
     monkeypatch.setenv(store_mod.DATA_DIR_ENV, str(tmp_path / "dd"))
@@ -291,8 +291,9 @@ def test_view_of_a_scenario_reproduces_it_through_the_url_state():
 
 
 def test_the_store_is_core_code_without_ui_imports():
-    code = ("import sys, explorer.store, explorer.store_schema, explorer.cli_scenario, "
-            "explorer.migrations; from explorer.store import ScenarioStore; "
+    code = ("import sys, explorer.interfaces.store, explorer.interfaces.store_schema, "
+            "explorer.interfaces.cli_scenario, "
+            "explorer.interfaces.migrations; from explorer.interfaces.store import ScenarioStore; "
             "ScenarioStore('sqlite:///:memory:').migrate(); "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly')]; "
             "assert not bad, bad")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from explorer.measured._entry import detect_format, parse_as, validate_path
 from explorer.measured.templates import FORMATS, FormatInfo, json_schema, template
-from explorer.measured.types import (
+from explorer.specs.measured import (
     KNOWN_MECHANISMS,
     AcceptanceCurve,
     AttentionTimings,

@@ -17,8 +17,8 @@ import numpy.typing as npt
 import pandas as pd
 from pydantic import ValidationError
 
-from explorer.acceptance import conditional_from_marginal
-from explorer.measured.types import (
+from explorer.model.acceptance import conditional_from_marginal
+from explorer.specs.measured import (
     AL_BOUND_TOLERANCE,
     KNOWN_MECHANISMS,
     AcceptanceCurve,

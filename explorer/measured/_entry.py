@@ -23,7 +23,7 @@ from explorer.measured._common import (
     finish,
     read_header,
 )
-from explorer.measured.types import ParseResult, Problem
+from explorer.specs.measured import ParseResult, Problem
 
 Parser = Callable[[str, str], ParseResult]
 

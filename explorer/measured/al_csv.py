@@ -31,7 +31,7 @@ from explorer.measured._common import (
     read_csv,
     unknown_mechanism_message,
 )
-from explorer.measured.types import AcceptanceCurve, DraftStyle, Mechanism, ParseResult
+from explorer.specs.measured import AcceptanceCurve, DraftStyle, Mechanism, ParseResult
 
 FORMAT = "al_curve_csv"
 

@@ -24,10 +24,6 @@ from typing import Literal
 
 import numpy as np
 
-from explorer.acceptance import (
-    al_from_marginal,
-    marginal_from_conditional,
-)
 from explorer.measured._common import (
     RATE_CONSISTENCY_TOL,
     Collector,
@@ -55,7 +51,8 @@ from explorer.measured.al_csv import (
     SOURCE_ALIASES,
     TEMPERATURE_ALIASES,
 )
-from explorer.measured.types import AcceptanceCurve, Mechanism, ParseResult
+from explorer.model.acceptance import al_from_marginal, marginal_from_conditional
+from explorer.specs.measured import AcceptanceCurve, Mechanism, ParseResult
 
 FORMAT = "position_acceptance_csv"
 

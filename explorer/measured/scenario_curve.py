@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from explorer.measured.types import AcceptanceCurve, KernelTimingTable, StepTimingTable
-from explorer.scenario import (
+from explorer.specs.measured import AcceptanceCurve, KernelTimingTable, StepTimingTable
+from explorer.specs.scenario import (
     MeasuredAttention,
     MeasuredCurve,
     MeasuredGemm,

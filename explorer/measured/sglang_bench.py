@@ -32,7 +32,7 @@ from explorer.measured._common import (
     json_number,
 )
 from explorer.measured.schemas import SglangBenchSpeculativeRecord
-from explorer.measured.types import AcceptanceCurve, ParseResult, Provenance, StepTimingTable
+from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance, StepTimingTable
 
 FORMAT = "sglang_bench_speculative"
 REQUIRED = ("batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time")

@@ -23,10 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from explorer.acceptance import (
-    al_from_marginal,
-    marginal_from_conditional,
-)
 from explorer.measured._common import (
     RATE_CONSISTENCY_TOL,
     Collector,
@@ -45,7 +41,8 @@ from explorer.measured._common import (
     warn_if_marginals_increase,
 )
 from explorer.measured.schemas import SpeculationProfileFile, validate_json_object
-from explorer.measured.types import AcceptanceCurve, DraftStyle, ParseResult, Provenance
+from explorer.model.acceptance import al_from_marginal, marginal_from_conditional
+from explorer.specs.measured import AcceptanceCurve, DraftStyle, ParseResult, Provenance
 
 FORMAT = "specdec_bench_profile"
 

@@ -33,7 +33,7 @@ from explorer.measured._common import (
     unknown_mechanism_message,
 )
 from explorer.measured.al_csv import D_ALIASES, MECHANISM_ALIASES
-from explorer.measured.types import AcceptanceCurve, ParseResult, Provenance
+from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance
 
 FORMAT = "speed_bench_report"
 _NAME_D = re.compile(

@@ -22,7 +22,7 @@ from explorer.measured.schemas import (
     VllmDynamicSdConfigFile,
     VllmMetricsFile,
 )
-from explorer.measured.types import ParseResult
+from explorer.specs.measured import ParseResult
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from explorer.measured._common import (
     read_csv,
 )
 from explorer.measured.al_csv import AL_ALIASES, SOURCE_ALIASES
-from explorer.measured.types import (
+from explorer.specs.measured import (
     AttentionTimings,
     GemmTimings,
     KernelTimingTable,

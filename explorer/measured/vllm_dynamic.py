@@ -21,7 +21,6 @@ import math
 
 import numpy as np
 
-from explorer.acceptance import al_from_marginal
 from explorer.measured._common import (
     Collector,
     TimeColumn,
@@ -35,7 +34,8 @@ from explorer.measured._common import (
     warn_if_marginals_increase,
 )
 from explorer.measured.schemas import VllmDynamicSdConfigFile, validate_json_object
-from explorer.measured.types import AcceptanceCurve, ParseResult, Provenance, StepTimingTable
+from explorer.model.acceptance import al_from_marginal
+from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance, StepTimingTable
 
 FORMAT = "vllm_dynamic_sd_config"
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explorer.acceptance import al_from_marginal
 from explorer.measured._common import (
     Collector,
     build_curve,
@@ -30,7 +29,8 @@ from explorer.measured._common import (
     finish,
     warn_if_marginals_increase,
 )
-from explorer.measured.types import AcceptanceCurve, ParseResult, Provenance
+from explorer.model.acceptance import al_from_marginal
+from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance
 
 FORMAT = "vllm_metrics"
 MAX_POSITIONS = 1024

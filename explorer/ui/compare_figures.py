@@ -9,11 +9,11 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
-from explorer.analysis import ParetoFrontier, pareto
-from explorer.scenario import Scenario
-from explorer.speedup import scenario_model
+from explorer.analysis.frontier import ParetoFrontier, pareto
+from explorer.analysis.views import speedup_surface
+from explorer.model.grid import scenario_model
+from explorer.specs.scenario import Scenario
 from explorer.ui.text import plotly_text
-from explorer.view_data import speedup_surface
 
 FloatArray = npt.NDArray[np.float64]
 COLORS = ("#E45756", "#4C78A8", "#54A24B", "#B279A2")

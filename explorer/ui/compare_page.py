@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer.analysis import Evaluation, evaluate
-from explorer.model_errors import ScenarioError
-from explorer.scenario import Scenario
-from explorer.store import StoredScenario, StoreError, default_store, parse_id
+from explorer.analysis.evaluate import Evaluation, evaluate
+from explorer.base.errors import ScenarioError
+from explorer.interfaces.store import StoredScenario, StoreError, default_store, parse_id
+from explorer.specs.scenario import Scenario
 from explorer.ui import compare_figures as cf
 from explorer.ui.text import md_text
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from explorer import url_state as us
+from explorer.interfaces import view_state as us
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
 from explorer.ui.text import md_text
 

@@ -10,7 +10,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from explorer.calibration import back_out_draft_cost, fit_kernel_efficiencies
-from explorer.hardware import HardwareOverrides
 from explorer.measured import FORMATS, ParseResult, json_schema, parse_bytes
 from explorer.measured.scenario_curve import (
     WHOLE_STEP_FORMATS,
@@ -19,8 +18,9 @@ from explorer.measured.scenario_curve import (
     as_measured_steps,
     provenance_text,
 )
-from explorer.scenario import MeasuredCurve, Scenario
-from explorer.speedup import scenario_model
+from explorer.model.grid import scenario_model
+from explorer.specs.hardware import HardwareOverrides
+from explorer.specs.scenario import MeasuredCurve, Scenario
 from explorer.ui.text import md_text, plotly_text
 
 DATASETS = "datasets"  # name → ParseResult, in this browser session

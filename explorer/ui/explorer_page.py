@@ -8,15 +8,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer.analysis import Evaluation, best_draft_len, evaluate, pareto
-from explorer.guidelines import Recommendation, recommend
-from explorer.hardware import HardwareOverrides
-from explorer.model_errors import ScenarioError
-from explorer.scenario import MeasuredCurve, Scenario
-from explorer.ui import data_page, export_panel, figures
-from explorer.ui.text import md_text
-from explorer.url_state import scenario_from_view
-from explorer.view_data import (
+from explorer.analysis.evaluate import Evaluation, evaluate
+from explorer.analysis.frontier import best_draft_len, pareto
+from explorer.analysis.recommend import Recommendation, recommend
+from explorer.analysis.views import (
     al_curves,
     gemm_efficiency,
     group_surface,
@@ -24,6 +19,12 @@ from explorer.view_data import (
     tile_steps,
     time_breakdown,
 )
+from explorer.base.errors import ScenarioError
+from explorer.interfaces.view_state import scenario_from_view
+from explorer.specs.hardware import HardwareOverrides
+from explorer.specs.scenario import MeasuredCurve, Scenario
+from explorer.ui import data_page, export_panel, figures
+from explorer.ui.text import md_text
 
 FALLBACKS: dict[str, dict[str, Any]] = {
     "group": {"group": None}, "tp": {"tp": 1}, "draft_model": {"mechanism": "eagle3"},
@@ -255,7 +256,7 @@ def _best_per_mechanism(rec: Recommendation) -> list[Any]:
 
 
 def _model_hw(sc: Scenario) -> tuple[float, str]:
-    from explorer.speedup import scenario_model
+    from explorer.model.grid import scenario_model
 
     hw = scenario_model(sc).r.hardware
     return hw.peak_flops_per_s(sc.dtype) * hw.gemm_compute_efficiency / 1e12, hw.name

@@ -22,12 +22,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from explorer.analysis import draft_len_range
-from explorer.engine_configs import EngineConfigs, engine_configs
-from explorer.model_errors import ScenarioError
+from explorer.analysis.frontier import draft_len_range
+from explorer.analysis.sweep import sweep
+from explorer.base.errors import ScenarioError
+from explorer.export.engine_configs import EngineConfigs, engine_configs
 from explorer.presets import mechanism_presets
-from explorer.scenario import Scenario, scenario_json_schema
-from explorer.sweep import sweep
+from explorer.specs.scenario import Scenario, scenario_json_schema
 
 CHROMIUM = Path("/usr/bin/chromium")
 SWEEP_BATCHES = tuple(2**i for i in range(13))  # 1, 2, 4 … 4096

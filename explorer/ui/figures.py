@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from explorer.analysis import ParetoFrontier
-from explorer.cost_model import COMPONENTS
+from explorer.analysis.frontier import ParetoFrontier
+from explorer.analysis.views import ALCurve, GemmCurve, Surface, TileCurve, tile_boundaries
+from explorer.model.layers import COMPONENTS
 from explorer.ui.text import plotly_text
-from explorer.view_data import ALCurve, GemmCurve, Surface, TileCurve, tile_boundaries
 
 COMPONENT_COLORS = {
     "gemm": "#4C78A8", "attention": "#F58518", "moe": "#54A24B", "communication": "#B279A2",

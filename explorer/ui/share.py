@@ -14,9 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import streamlit as st
 
-from explorer import url_state as us
-from explorer.scenario import MeasuredCurve, Scenario
-from explorer.store import (
+from explorer.interfaces import view_state as us
+from explorer.interfaces.store import (
     MAX_DESCRIPTION_CHARS,
     MAX_NAME_CHARS,
     StoredScenario,
@@ -25,6 +24,7 @@ from explorer.store import (
     default_store,
     share_link,
 )
+from explorer.specs.scenario import MeasuredCurve, Scenario
 from explorer.ui import data_page
 from explorer.ui.text import md_text
 

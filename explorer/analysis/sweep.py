@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from explorer.cost_model import COMPONENTS
-from explorer.model_errors import ScenarioError
-from explorer.scenario import Acceptance, Scenario
-from explorer.speedup import scenario_model
+from explorer.base.errors import ScenarioError
+from explorer.model.grid import scenario_model
+from explorer.model.layers import COMPONENTS
+from explorer.specs.scenario import Acceptance, Scenario
 
 FIGURES = (
     "speedup", "acceptance_length", "t_verif_base_s", "t_verif_spec_s", "t_draft_s",

@@ -12,22 +12,22 @@ from typing import Any, NoReturn
 import numpy as np
 from pydantic import ValidationError
 
-from explorer.analysis import evaluate
+from explorer.analysis.evaluate import evaluate
+from explorer.analysis.recommend import recommend
+from explorer.analysis.sweep import sweep
+from explorer.base.errors import ScenarioError
 from explorer.calibration import fit_kernel_efficiencies, fit_step_overheads
-from explorer.guidelines import recommend
-from explorer.hardware import HardwareSpec
-from explorer.kernels import attention_time, gemm_time
 from explorer.measured import ParseResult, validate_path
 from explorer.measured.scenario_curve import (
     as_measured_curve,
     as_measured_kernels,
     as_measured_steps,
 )
-from explorer.model_errors import ScenarioError
+from explorer.model.grid import scenario_model
+from explorer.model.kernels import attention_time, gemm_time
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
-from explorer.scenario import Acceptance, Scenario, scenario_json_schema
-from explorer.speedup import scenario_model
-from explorer.sweep import sweep
+from explorer.specs.hardware import HardwareSpec
+from explorer.specs.scenario import Acceptance, Scenario, scenario_json_schema
 
 # Scenario field → the flag that sets it, so errors name what the user typed.
 FLAG_OF_FIELD = {
@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ev = sub.add_parser("evaluate", help="evaluate one scenario")
     _add_scenario_options(ev, lists=False)
-    from explorer import cli_scenario  # saved scenarios; imported here: it imports this module
+    from explorer.interfaces import cli_scenario
 
     cli_scenario.add_scenario_id_option(ev)
     cli_scenario.add_parser(sub)
@@ -161,7 +161,7 @@ def scenario_from_args(args: argparse.Namespace, overrides: dict[str, object] | 
                        ) -> Scenario:
     base: dict[str, Any] = {}
     if getattr(args, "scenario_id", None):
-        from explorer.cli_scenario import stored_scenario_base
+        from explorer.interfaces.cli_scenario import stored_scenario_base
 
         base = stored_scenario_base(args)
     if args.scenario:
@@ -424,7 +424,7 @@ def cmd_kernel(args: argparse.Namespace) -> int:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
-    from explorer.cli_scenario import cmd_scenario as run  # it imports this module
+    from explorer.interfaces.cli_scenario import cmd_scenario as run  # it imports this module
 
     return run(args)
 

@@ -1,4 +1,4 @@
-"""T_verif(n) and T_draft(B, D) as sums of roofline kernels (DESIGN.md §2.1, §2.2).
+"""One target (or draft-model) forward as a sum of roofline kernels per layer (DESIGN.md §2.1).
 
 Every function broadcasts over numpy arrays of batch B, verify width W, context S and group G,
 and returns seconds per component: gemm, attention, moe, communication, overhead, lm_head.
@@ -9,11 +9,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from explorer.architecture import MLA_Q_LORA_RANK, MLA_QK_NOPE_DIM, MLA_V_HEAD_DIM, ModelSpec
-from explorer.hardware import BYTES_PER_ELEMENT, HardwareSpec
-from explorer.kernels import attention_time, gemm_time
-from explorer.measured_timings import KernelCorrections
-from explorer.mechanisms import MechanismSpec
+from explorer.model.corrections import KernelCorrections
+from explorer.model.kernels import attention_time, gemm_time
+from explorer.specs.architecture import MLA_Q_LORA_RANK, MLA_QK_NOPE_DIM, MLA_V_HEAD_DIM, ModelSpec
+from explorer.specs.hardware import BYTES_PER_ELEMENT, HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
 Breakdown = dict[str, FloatArray]
@@ -234,60 +233,3 @@ def scale_breakdown(breakdown: Breakdown, factor: npt.ArrayLike) -> Breakdown:
 
 def add_breakdowns(a: Breakdown, b: Breakdown) -> Breakdown:
     return {k: a[k] + b[k] for k in COMPONENTS}
-
-
-def native_draft_layers(
-    mech: MechanismSpec, target: ModelSpec, draft: ModelSpec | None
-) -> float:
-    """L_draft of the mechanism (external: the draft model's layers)."""
-    if mech.draft_style == "lookup":
-        return 0.0
-    if mech.draft_layers is None:
-        return float(draft.layers) if draft is not None else 0.0
-    return float(mech.draft_layers)
-
-
-def draft_time(
-    target_layers: LayerModel,
-    draft_layers_model: LayerModel | None,
-    mech: MechanismSpec,
-    batch: npt.ArrayLike,
-    draft_len: npt.ArrayLike,
-    context: npt.ArrayLike,
-    group: npt.ArrayLike,
-    layer_scale: npt.ArrayLike = 1.0,
-) -> Breakdown:
-    """T_draft(B, D) per component for one speculation round (zero at D = 0).
-
-    `layer_scale` multiplies the drafter's layer work: it carries a ρ override.
-    """
-    b, d, s, g = _f(batch), _f(draft_len), _f(context), _f(group)
-    one = np.ones_like(b)
-    shape = _zeros(b, d, s, g)
-    zero: Breakdown = {c: shape.copy() for c in COMPONENTS}
-    if mech.draft_style == "lookup":
-        zero["overhead"] = shape + np.where(d > 0, mech.lookup_time_s, 0.0)
-        return zero
-    scale = _f(layer_scale)
-    if mech.draft_style == "chain":
-        if mech.draft_layers is None:  # external draft model: D full small-model steps
-            if draft_layers_model is None:
-                return {c: shape + np.nan for c in COMPONENTS}
-            step = draft_layers_model.forward(b, one, s, include_step_overhead=False)
-        else:
-            step = target_layers.head_layers(
-                b, one, s, g, float(mech.draft_layers), mech.draft_vocab,
-                extra_fc=mech.slug == "eagle3",
-            )
-        return {c: shape + step[c] * d * scale for c in COMPONENTS}
-    # Block drafters: one pass of draft_layers over the whole block of D tokens.
-    layers = float(mech.draft_layers or 0)
-    width = np.maximum(d, 1.0)
-    block = target_layers.head_layers(b, width, s, g, layers, mech.draft_vocab)
-    out = {c: shape + np.where(d > 0, block[c] * scale, 0.0) for c in COMPONENTS}
-    if mech.draft_style == "block_serial" and mech.serial_head_layer_fraction > 0:
-        head = target_layers.head_layers(
-            b, one, s, g, mech.serial_head_layer_fraction, mech.draft_vocab
-        )
-        out = {c: out[c] + head[c] * d * scale for c in COMPONENTS}
-    return out

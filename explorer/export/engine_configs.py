@@ -20,11 +20,11 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from explorer.analysis import draft_len_range
-from explorer.guidelines import RankedOption, recommend
+from explorer.analysis.frontier import draft_len_range
+from explorer.analysis.recommend import RankedOption, recommend
+from explorer.model.grid import scenario_model
 from explorer.presets import mechanism_presets, model_presets
-from explorer.scenario import Acceptance, Scenario
-from explorer.speedup import scenario_model
+from explorer.specs.scenario import Acceptance, Scenario
 
 DEFAULT_MAX_BATCH = 4096
 

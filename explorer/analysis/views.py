@@ -7,13 +7,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from explorer.acceptance_model import prior_al
-from explorer.analysis import DEFAULT_BATCHES
-from explorer.cost_model import COMPONENTS
-from explorer.kernels import ATTENTION_TILE_ROWS, attention_time, gemm_time
+from explorer.analysis.frontier import DEFAULT_BATCHES
+from explorer.model.acceptance_source import prior_al
+from explorer.model.grid import scenario_model
+from explorer.model.kernels import ATTENTION_TILE_ROWS, attention_time, gemm_time
+from explorer.model.layers import COMPONENTS
 from explorer.presets import mechanism_presets, sample_curves
-from explorer.scenario import Acceptance, Scenario
-from explorer.speedup import scenario_model
+from explorer.specs.scenario import Acceptance, Scenario
 
 FloatArray = npt.NDArray[np.float64]
 

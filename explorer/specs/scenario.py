@@ -7,9 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from explorer.architecture import ModelSpec
-from explorer.hardware import HardwareOverrides, HardwareSpec
-from explorer.mechanisms import MechanismSpec
+from explorer.specs.hardware import HardwareOverrides
 
 MAX_DRAFT_LEN = 64
 
@@ -154,17 +152,3 @@ class Scenario(BaseModel):
 
 def scenario_json_schema() -> str:
     return json.dumps(Scenario.model_json_schema(), indent=2)
-
-
-class Resolved(BaseModel):
-    """A scenario with its presets looked up and overrides applied."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    scenario: Scenario
-    hardware: HardwareSpec
-    model: ModelSpec
-    mechanism: MechanismSpec
-    draft_model: ModelSpec | None
-    group: float
-    layers: int

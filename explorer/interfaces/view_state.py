@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
-from explorer.scenario import Acceptance, MeasuredCurve, Scenario
+from explorer.specs.scenario import Acceptance, MeasuredCurve, Scenario
 
 URL_VERSION = "1"
 VERSION_KEY = "v"
-# `?s=<id>` opens a saved scenario (explorer/store.py); context S is `ctx`.
+# `?s=<id>` opens a saved scenario (explorer/interfaces/store.py); context S is `ctx`.
 SHARE_KEY = "s"
 MAX_PARAM_CHARS = 200
 

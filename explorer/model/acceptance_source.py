@@ -8,9 +8,9 @@ import numpy as np
 import numpy.typing as npt
 from scipy.interpolate import PchipInterpolator
 
-from explorer.acceptance import al_decaying, al_iid
-from explorer.mechanisms import MechanismSpec
-from explorer.scenario import Acceptance, MeasuredCurve
+from explorer.model.acceptance import al_decaying, al_iid
+from explorer.specs.mechanism import MechanismSpec
+from explorer.specs.scenario import Acceptance, MeasuredCurve
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

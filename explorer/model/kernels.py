@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from explorer.hardware import BYTES_PER_ELEMENT, HardwareSpec
+from explorer.specs.hardware import BYTES_PER_ELEMENT, HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike

@@ -31,10 +31,10 @@ from urllib.parse import parse_qs, urlsplit
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from explorer import url_state as us
+from explorer.interfaces import view_state as us
+from explorer.interfaces.store_schema import VERSION_TABLE, scenarios
 from explorer.presets import sample_curves
-from explorer.scenario import Scenario
-from explorer.store_schema import VERSION_TABLE, scenarios
+from explorer.specs.scenario import Scenario
 
 if TYPE_CHECKING:
     from alembic.config import Config

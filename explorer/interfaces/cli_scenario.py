@@ -10,24 +10,24 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from explorer.cli import (
+from explorer.interfaces.cli import (
     UsageError,
     _add_scenario_options,
     _Parser,
     _print_json,
     scenario_from_args,
 )
-from explorer.url_state import PARAM_BY_KEY
+from explorer.interfaces.view_state import PARAM_BY_KEY
 
 if TYPE_CHECKING:
-    from explorer.store import StoredScenario
+    from explorer.interfaces.store import StoredScenario
 
 FLAG_OF_RECORD_FIELD = {"name": "--name", "description": "--description", "view": "--slo/--usd",
                         "scenario": "--scenario"}
 
 
 def add_parser(sub: Any) -> None:
-    """The `scenario` command and its subcommands (called by explorer.cli.build_parser)."""
+    """The `scenario` command and its subcommands (called by cli.build_parser)."""
     sc = sub.add_parser("scenario", help="saved scenarios (the app's `?s=<id>` links)")
     ssub = sc.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
     save = ssub.add_parser("save", help="save a scenario; prints its id")
@@ -52,7 +52,7 @@ def add_scenario_id_option(p: argparse.ArgumentParser) -> None:
 
 def stored_scenario_base(args: argparse.Namespace) -> dict[str, Any]:
     """The saved scenario named by --scenario-id, as the base that flags override."""
-    from explorer.store import StoreError, default_store
+    from explorer.interfaces.store import StoreError, default_store
 
     if getattr(args, "scenario", None):
         raise UsageError("argument --scenario-id: not allowed with --scenario")
@@ -79,7 +79,7 @@ def _check_range(value: float | None, key: str, flag: str) -> None:
 
 
 def cmd_save(args: argparse.Namespace) -> int:
-    from explorer.store import InvalidRecord, StoreError, default_store, view_of_scenario
+    from explorer.interfaces.store import InvalidRecord, StoreError, default_store, view_of_scenario
 
     _check_range(args.slo, "slo", "--slo")
     _check_range(args.usd, "usd", "--usd")
@@ -102,7 +102,7 @@ def cmd_save(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from explorer.store import StoreError, default_store
+    from explorer.interfaces.store import StoreError, default_store
 
     try:
         record = default_store().get(args.id)
@@ -114,7 +114,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from explorer.store import StoreError, default_store
+    from explorer.interfaces.store import StoreError, default_store
 
     if args.limit < 1:
         raise UsageError("argument --limit: must be ≥ 1")

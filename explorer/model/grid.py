@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TypeVar
@@ -13,67 +12,22 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from explorer.acceptance_model import ALResult, acceptance_length
-from explorer.cost_model import (
-    Breakdown,
-    LayerModel,
-    draft_time,
-    native_draft_layers,
-    total,
-)
-from explorer.hardware import BYTES_PER_ELEMENT
-from explorer.measured_timings import (
+from explorer.base.errors import ScenarioError
+from explorer.model.acceptance_source import ALResult, acceptance_length
+from explorer.model.corrections import (
     AttentionCorrection,
     GemmCorrection,
     KernelCorrections,
     StepCorrection,
 )
-from explorer.model_errors import ScenarioError
-from explorer.presets import (
-    DEFAULT_DRAFT_MODEL,
-    hardware_presets,
-    mechanism_presets,
-    model_presets,
-)
-from explorer.scenario import Resolved, Scenario
+from explorer.model.draft import draft_time, native_draft_layers
+from explorer.model.layers import Breakdown, LayerModel, total
+from explorer.model.resolve import Resolved, resolve
+from explorer.specs.hardware import BYTES_PER_ELEMENT
+from explorer.specs.scenario import Scenario
 
 FloatArray = npt.NDArray[np.float64]
 T = TypeVar("T")
-
-
-def _pick(table: Mapping[str, T], slug: str, field_name: str) -> T:
-    if slug not in table:
-        raise ScenarioError(field_name, f"unknown preset '{slug}'; known: {', '.join(table)}")
-    return table[slug]
-
-
-def resolve(scenario: Scenario) -> Resolved:
-    """Look up presets and apply overrides; raises ScenarioError naming the bad field."""
-    hw = _pick(hardware_presets(), scenario.hardware, "hardware")
-    model = _pick(model_presets(), scenario.model, "model")
-    mech = _pick(mechanism_presets(), scenario.mechanism, "mechanism")
-    if scenario.hardware_overrides is not None:
-        hw = scenario.hardware_overrides.apply(hw)
-    draft_slug = scenario.draft_model or DEFAULT_DRAFT_MODEL.get(scenario.model)
-    draft = None
-    if draft_slug is not None:
-        draft = _pick(model_presets(), draft_slug, "draft_model")
-    group = float(scenario.group) if scenario.group is not None else model.group_size
-    if model.attention_kind == "gqa" and model.q_heads % group:
-        raise ScenarioError(
-            "group", f"G={scenario.group} must divide the {model.q_heads} query heads"
-        )
-    if scenario.tp > model.q_heads:
-        raise ScenarioError("tp", f"TP={scenario.tp} exceeds the {model.q_heads} query heads")
-    return Resolved(
-        scenario=scenario,
-        hardware=hw,
-        model=model,
-        mechanism=mech,
-        draft_model=draft,
-        group=group,
-        layers=scenario.layers if scenario.layers is not None else model.layers,
-    )
 
 
 @dataclass

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from explorer.hardware import HardwareSpec
-from explorer.kernels import attention_time, gemm_time
-from explorer.scenario import MeasuredAttention, MeasuredGemm, MeasuredSteps
+from explorer.model.kernels import attention_time, gemm_time
+from explorer.specs.hardware import HardwareSpec
+from explorer.specs.scenario import MeasuredAttention, MeasuredGemm, MeasuredSteps
 
 FloatArray = npt.NDArray[np.float64]
 DTYPE_ALIASES = {"bfloat16": "bf16", "fp16": "bf16", "float16": "bf16", "e4m3": "fp8",

@@ -1,0 +1,101 @@
+"""Evaluate one scenario: its figures, breakdown and the source of every number."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
+
+from explorer.model.grid import ScenarioModel, scenario_model
+from explorer.model.layers import COMPONENTS, Breakdown
+from explorer.specs.scenario import Scenario
+
+
+class Evaluation(BaseModel):
+    """One scenario's figures (seconds, tokens/s, bytes). JSON keys are an interface: keep them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    speedup: float | None
+    acceptance_length: float | None
+    acceptance_source: str
+    acceptance_extrapolated: bool
+    t_verif_base_s: float
+    t_verif_spec_s: float
+    t_draft_s: float
+    speedup_launch_bound: float | None
+    draft_overhead_launch_bound: float
+    rho: float
+    tokens_per_s_per_user: float | None
+    tokens_per_s_per_gpu: float | None
+    baseline_tokens_per_s_per_user: float
+    baseline_tokens_per_s_per_gpu: float
+    attention_fraction: float
+    memory_bytes: float
+    hbm_bytes: float
+    fits_in_memory: bool
+    group: float
+    layers: int
+    verify_width: int
+    breakdown: dict[str, dict[str, float]]
+    sources: dict[str, str]
+
+
+def _scalar(x: npt.ArrayLike) -> float | None:
+    v = float(np.asarray(x).reshape(-1)[0])
+    return None if math.isnan(v) else v
+
+
+def _bd(b: Breakdown) -> dict[str, float]:
+    return {c: float(np.asarray(b[c]).reshape(-1)[0]) for c in COMPONENTS}
+
+
+def sources_of(model: ScenarioModel, al_source: str) -> dict[str, str]:
+    r = model.r
+    return {
+        "hardware": f"{r.hardware.name}: {r.hardware.spec_source}",
+        "efficiencies": r.hardware.fit_source,
+        "model": f"{r.model.name}: {r.model.source}",
+        "mechanism": f"{r.mechanism.name}: {r.mechanism.source}",
+        "acceptance_length": al_source,
+        "measured_timings": model.measured_sources(),
+        "assumptions": "; ".join(
+            a for a in (r.hardware.assumptions, r.model.assumptions, r.mechanism.assumptions) if a
+        ),
+    }
+
+
+def evaluate(scenario: Scenario) -> Evaluation:
+    m = scenario_model(scenario)
+    g = m.grid(scenario.batch, scenario.draft_len, with_breakdowns=True)
+    return Evaluation(
+        speedup=_scalar(g.speedup),
+        acceptance_length=_scalar(g.acceptance_length),
+        acceptance_source=g.al_provenance,
+        acceptance_extrapolated=bool(np.asarray(g.al_extrapolated).reshape(-1)[0]),
+        t_verif_base_s=float(g.t_verif_base_s.reshape(-1)[0]),
+        t_verif_spec_s=float(g.t_verif_spec_s.reshape(-1)[0]),
+        t_draft_s=float(g.t_draft_s.reshape(-1)[0]),
+        speedup_launch_bound=_scalar(g.speedup_launch_bound),
+        draft_overhead_launch_bound=float(g.draft_overhead_launch_bound.reshape(-1)[0]),
+        rho=m.rho,
+        tokens_per_s_per_user=_scalar(g.tokens_per_s_per_user),
+        tokens_per_s_per_gpu=_scalar(g.tokens_per_s_per_gpu),
+        baseline_tokens_per_s_per_user=float(g.baseline_tokens_per_s_per_user.reshape(-1)[0]),
+        baseline_tokens_per_s_per_gpu=float(g.baseline_tokens_per_s_per_gpu.reshape(-1)[0]),
+        attention_fraction=float(g.attention_fraction.reshape(-1)[0]),
+        memory_bytes=float(g.memory_bytes.reshape(-1)[0]),
+        hbm_bytes=m.r.hardware.hbm_bytes,
+        fits_in_memory=bool(g.fits_in_memory.reshape(-1)[0]),
+        group=m.r.group,
+        layers=m.r.layers,
+        verify_width=scenario.width,
+        breakdown={
+            "verify_base": _bd(g.verify_base),
+            "verify_spec": _bd(g.verify_spec),
+            "draft": _bd(g.draft),
+        },
+        sources=sources_of(m, g.al_provenance),
+    )

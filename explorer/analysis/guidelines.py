@@ -1,0 +1,101 @@
+"""The article's five guidelines evaluated on a scenario."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from explorer.model.grid import scenario_model
+from explorer.model.kernels import ATTENTION_TILE_ROWS
+from explorer.specs.scenario import Scenario
+
+# Guideline 2 applies "when attention dominates decode time": we read that as ≥ half of T_verif.
+ATTENTION_DOMINANT_FRACTION = 0.5
+
+
+class Guideline(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: int
+    title: str
+    value: float | None
+    text: str
+    applies: bool
+
+
+def attention_start_draft_len(group: float) -> int:
+    """Guideline 2: D = 128/G − 1 (at least 0)."""
+    return max(0, math.floor(ATTENTION_TILE_ROWS / group) - 1)
+
+
+def tile_aligned_draft_lens(group: float, d_max: int) -> list[int]:
+    """Guideline 3: D with G·(1+D) a multiple of 128."""
+    return [d for d in range(1, d_max + 1) if (group * (1 + d)) % ATTENTION_TILE_ROWS == 0]
+
+
+def guidelines(scenario: Scenario) -> list[Guideline]:
+    m = scenario_model(scenario)
+    r = m.r
+    ev = m.grid(scenario.batch, scenario.draft_len)
+    b, d, g = scenario.batch, scenario.draft_len, r.group
+    out: list[Guideline] = []
+
+    # 1. GEMMs: push B·(1+D) to the ridge M* without more KV.
+    ridge = r.hardware.gemm_ridge_tokens(scenario.dtype)
+    tokens = b * (1 + d)
+    d_ridge = max(0, math.ceil(ridge / b) - 1)
+    if tokens >= ridge:
+        t1 = (f"B·(1+D) = {b}·{1 + d} = {tokens} tokens ≥ GEMM ridge M* ≈ {ridge:.0f}: "
+              "GEMMs are already compute-bound; more D adds verify cost.")
+    elif d_ridge <= r.mechanism.max_draft_len:
+        t1 = (f"B·(1+D) = {b}·{1 + d} = {tokens} tokens < ridge M* ≈ {ridge:.0f}: "
+              f"D ≈ {d_ridge} reaches compute-bound GEMMs with no extra KV cache.")
+    else:
+        t1 = (f"B·(1+D) = {b}·{1 + d} = {tokens} tokens < ridge M* ≈ {ridge:.0f}: it would "
+              f"take D ≈ {d_ridge}, past {r.mechanism.name}'s D ≤ {r.mechanism.max_draft_len}; "
+              "GEMMs stay memory-bound, so verify cost barely grows with D here.")
+    out.append(Guideline(id=1, title="Raise D until GEMMs are compute-bound", value=float(d_ridge),
+                         text=t1, applies=tokens < ridge))
+
+    # 2. Attention-dominated: start at D = 128/G − 1.
+    frac = float(np.asarray(ev.attention_fraction).reshape(-1)[0])
+    d_start = attention_start_draft_len(g)
+    dominant = frac >= ATTENTION_DOMINANT_FRACTION
+    t2 = (f"attention is {frac:.0%} of T_verif; G={g:g} → start at D = 128/G − 1 = {d_start}"
+          if dominant else
+          f"attention is {frac:.0%} of T_verif (not dominant); if it were, G={g:g} → D = {d_start}")
+    out.append(Guideline(id=2, title="Attention-bound: start at D = 128/G − 1",
+                         value=float(d_start), text=t2, applies=dominant))
+
+    # 3. Past that, prefer tile-aligned G·(1+D).
+    rows = g * (1 + d)
+    tiles = math.ceil(rows / ATTENTION_TILE_ROWS - 1e-9)
+    util = rows / (tiles * ATTENTION_TILE_ROWS)
+    aligned = tile_aligned_draft_lens(g, 64)
+    below = [x for x in aligned if x <= d]
+    above = [x for x in aligned if x >= d]
+    near = below[-1] if below else (above[0] if above else d)
+    if d > d_start:
+        t3 = (f"G·(1+D) = {g:g}·{1 + d} = {rows:g} rows fills {tiles} tile(s) of 128 at "
+              f"{util:.0%}; tile-aligned D nearby: {near}")
+    else:
+        t3 = f"D = {d} ≤ 128/G − 1 = {d_start}: one tile of 128 rows, no padding penalty yet"
+    out.append(Guideline(id=3, title="Prefer G·(1+D) a multiple of 128", value=float(near),
+                         text=t3, applies=d > d_start))
+
+    # 4. Launch-bound: grow D only while AL pays for O_d.
+    ds = np.arange(0, r.mechanism.max_draft_len + 1)
+    al = m.acceptance(ds).acceptance_length
+    lb = al / (1.0 + m.draft_overhead_launch_bound(ds))
+    lb = np.where(np.isfinite(lb), lb, -np.inf)
+    d_lb = int(ds[int(np.argmax(lb))])
+    o_d = float(m.draft_overhead_launch_bound(d))
+    t4 = (f"at the lowest latency O_d = {o_d:.3g} (ρ = {m.rho:.3g}); AL/(1+O_d) peaks at "
+          f"D = {d_lb} ({float(lb.max()):.2f}×)")
+    out.append(Guideline(id=4, title="Low latency: more D only while AL pays for the draft",
+                         value=float(d_lb), text=t4, applies=b <= 4))
+
+    # 5. Mechanism choice: filled by recommend(); here the current mechanism's standing.
+    return out

@@ -1,0 +1,105 @@
+"""The mechanism recommendation: every mechanism × D ranked at the scenario's B and S."""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from explorer.analysis.guidelines import Guideline, guidelines
+from explorer.base.errors import ScenarioError
+from explorer.model.grid import scenario_model
+from explorer.presets import mechanism_presets
+from explorer.specs.scenario import Acceptance, Scenario
+
+
+class RankedOption(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mechanism: str
+    mechanism_name: str
+    draft_len: int
+    speedup: float
+    acceptance_length: float
+    t_draft_s: float
+    draft_overhead_fraction: float  # T_draft / (T_verif(B(1+D)) + T_draft)
+    training: str
+    extra_memory_bytes: float
+    extra_memory: str
+    fits_in_memory: bool
+    acceptance_source: str
+
+
+class Recommendation(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    best: RankedOption | None
+    ranking: list[RankedOption]
+    guidelines: list[Guideline]
+    explanation: str
+    unavailable: dict[str, str]
+
+
+def candidate(scenario: Scenario, slug: str) -> Scenario:
+    """The same operating point with another mechanism: its own prior acceptance."""
+    if slug == scenario.mechanism:
+        return scenario
+    return scenario.model_copy(update={"mechanism": slug, "acceptance": Acceptance(), "rho": None})
+
+
+def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recommendation:
+    """Rank every enabled mechanism × D at this B and S by predicted speedup."""
+    ranking: list[RankedOption] = []
+    unavailable: dict[str, str] = {}
+    for slug in mechanisms or list(mechanism_presets()):
+        cand = candidate(scenario, slug)
+        try:
+            m = scenario_model(cand)
+            ds = np.arange(1, m.r.mechanism.max_draft_len + 1)
+            g = m.grid(cand.batch, ds)
+            base_mem = float(scenario_model(cand.model_copy(update={"draft_len": 0})).memory_bytes(
+                cand.batch, cand.context, m.r.group).reshape(-1)[0])
+        except ScenarioError as exc:
+            unavailable[slug] = exc.message
+            continue
+        ok = np.isfinite(g.speedup)
+        if not ok.any():
+            unavailable[slug] = f"no acceptance data for D in 1..{ds[-1]}"
+            continue
+        mech = m.r.mechanism
+        for i in np.nonzero(ok)[0]:
+            step = float(g.t_verif_spec_s[i] + g.t_draft_s[i])
+            ranking.append(RankedOption(
+                mechanism=slug, mechanism_name=mech.name, draft_len=int(ds[i]),
+                speedup=float(g.speedup[i]), acceptance_length=float(g.acceptance_length[i]),
+                t_draft_s=float(g.t_draft_s[i]),
+                draft_overhead_fraction=float(g.t_draft_s[i]) / step,
+                training=mech.training,
+                extra_memory_bytes=max(0.0, float(g.memory_bytes[i]) - base_mem),
+                extra_memory=mech.extra_memory, fits_in_memory=bool(g.fits_in_memory[i]),
+                acceptance_source=g.al_provenance,
+            ))
+    ranking.sort(key=lambda o: (not o.fits_in_memory, -o.speedup, o.draft_len))
+    best = ranking[0] if ranking and ranking[0].fits_in_memory else None
+    guide = guidelines(scenario)
+    if best is None:
+        explanation = "No mechanism fits in memory at this operating point."
+        g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=None,
+                       text=explanation, applies=True)
+    else:
+        per_mech: dict[str, RankedOption] = {}
+        for o in ranking:
+            per_mech.setdefault(o.mechanism, o)
+        runners = [o for k, o in per_mech.items() if k != best.mechanism][:2]
+        runner_text = "; ".join(
+            f"{o.mechanism_name} D={o.draft_len}: {o.speedup:.2f}×" for o in runners
+        )
+        verdict = "speculation pays" if best.speedup > 1.0 else "plain decoding is faster"
+        explanation = (
+            f"{best.mechanism_name} at D={best.draft_len}: {best.speedup:.2f}× "
+            f"(AL {best.acceptance_length:.2f}, draft {best.draft_overhead_fraction:.0%} of the "
+            f"step; training: {best.training}) — {verdict}. Next: {runner_text or 'none'}."
+        )
+        g5 = Guideline(id=5, title="Choose the mechanism by measured speedup",
+                       value=best.speedup, text=explanation, applies=True)
+    return Recommendation(best=best, ranking=ranking, guidelines=[*guide, g5],
+                          explanation=explanation, unavailable=unavailable)

@@ -1,0 +1,1 @@
+"""Alembic migrations of the scenario store (run programmatically by explorer.interfaces.store)."""

@@ -1,1 +1,0 @@
-"""Alembic migrations of the scenario store (run programmatically by explorer.store)."""

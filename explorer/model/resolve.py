@@ -1,0 +1,71 @@
+"""A scenario resolved: presets looked up, overrides applied, G and L_target fixed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from explorer.base.errors import ScenarioError
+from explorer.presets import (
+    DEFAULT_DRAFT_MODEL,
+    hardware_presets,
+    mechanism_presets,
+    model_presets,
+)
+from explorer.specs.architecture import ModelSpec
+from explorer.specs.hardware import HardwareSpec
+from explorer.specs.mechanism import MechanismSpec
+from explorer.specs.scenario import Scenario
+
+T = TypeVar("T")
+
+
+class Resolved(BaseModel):
+    """A scenario with its presets looked up and overrides applied."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: Scenario
+    hardware: HardwareSpec
+    model: ModelSpec
+    mechanism: MechanismSpec
+    draft_model: ModelSpec | None
+    group: float
+    layers: int
+
+
+def _pick(table: Mapping[str, T], slug: str, field_name: str) -> T:
+    if slug not in table:
+        raise ScenarioError(field_name, f"unknown preset '{slug}'; known: {', '.join(table)}")
+    return table[slug]
+
+
+def resolve(scenario: Scenario) -> Resolved:
+    """Look up presets and apply overrides; raises ScenarioError naming the bad field."""
+    hw = _pick(hardware_presets(), scenario.hardware, "hardware")
+    model = _pick(model_presets(), scenario.model, "model")
+    mech = _pick(mechanism_presets(), scenario.mechanism, "mechanism")
+    if scenario.hardware_overrides is not None:
+        hw = scenario.hardware_overrides.apply(hw)
+    draft_slug = scenario.draft_model or DEFAULT_DRAFT_MODEL.get(scenario.model)
+    draft = None
+    if draft_slug is not None:
+        draft = _pick(model_presets(), draft_slug, "draft_model")
+    group = float(scenario.group) if scenario.group is not None else model.group_size
+    if model.attention_kind == "gqa" and model.q_heads % group:
+        raise ScenarioError(
+            "group", f"G={scenario.group} must divide the {model.q_heads} query heads"
+        )
+    if scenario.tp > model.q_heads:
+        raise ScenarioError("tp", f"TP={scenario.tp} exceeds the {model.q_heads} query heads")
+    return Resolved(
+        scenario=scenario,
+        hardware=hw,
+        model=model,
+        mechanism=mech,
+        draft_model=draft,
+        group=group,
+        layers=scenario.layers if scenario.layers is not None else model.layers,
+    )
