@@ -1,102 +1,53 @@
-"""Shared fixtures: a Streamlit server on 127.0.0.1 and a headless system Chromium."""
+"""Fixtures: one served app on 127.0.0.1, a headless system Chromium, the artifacts folder.
+
+Each test folder is a kind, and its tests carry that kind's marker (unit, property, app,
+browser, system); `slow` marks what takes more than a few seconds. The quick loop is
+`pytest -m "not browser and not slow"`.
+"""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "tests" / "artifacts"
+from tests.support.paths import ARTIFACTS
+from tests.support.server import app_env, free_port, start_server, stop_server
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+KINDS = ("unit", "property", "app", "browser", "system")
 
 
-PG_URL_ENV = "EXPLORER_TEST_DATABASE_URL"
-PG_URL_FILE = Path(os.environ.get("EXPLORER_PG_DIR", "/tmp/specdec-explorer-pg")) / "url"
-
-
-def postgres_url(purpose: str = "these tests") -> str:
-    """The test PostgreSQL server's URL (scripts/ci_postgres.sh); fails under CI without one."""
-    url = os.environ.get(PG_URL_ENV, "").strip()
-    if not url and PG_URL_FILE.is_file():
-        url = PG_URL_FILE.read_text().strip()
-    if url:
-        return url
-    why = (f"no PostgreSQL for {purpose}: {PG_URL_ENV} is unset "
-           "(scripts/ci_postgres.sh starts a server and prints its URL)")
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(why)
-    pytest.skip(why)
-
-
-def run_app(**params: str) -> AppTest:
-    """Run app.py in AppTest with these URL parameters; the run must raise nothing."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_app(port: int, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-         "--server.headless", "true", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-    )
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.read() == b"ok":
-                    return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the app did not become healthy within 60 s")
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        kind = Path(str(item.fspath)).parent.name
+        if kind in KINDS:
+            item.add_marker(kind)
+        if kind in ("browser", "system"):
+            item.add_marker("slow")
 
 
 @pytest.fixture(scope="session")
 def app_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The served app's EXPLORER_DATA_DIR: a fresh SQLite scenario store, never ./.explorer-data."""
+    """The served app's EXPLORER_DATA_DIR: a fresh SQLite scenario store."""
     return tmp_path_factory.mktemp("explorer-data")
 
 
-def app_env(data_dir: Path) -> dict[str, str]:
-    return {"EXPLORER_DATA_DIR": str(data_dir), "EXPLORER_DATABASE_URL": ""}
-
-
 @pytest.fixture(scope="session")
-def app_url(app_data_dir: Path) -> Iterator[str]:
+def app_url(app_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The one app server the browser tests share (its log is kept beside the store)."""
     port = free_port()
-    proc = start_app(port, env=app_env(app_data_dir))
+    proc = start_server(port, tmp_path_factory.mktemp("app-log") / "server.log",
+                        env=app_env(app_data_dir))
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop_server(proc)
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,7 @@ from explorer.measured import (
     parse_bytes,
     validate_path,
 )
-
-SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
+from tests.support.paths import REFERENCE, ROOT, SAMPLES
 
 
 def load(name: str) -> ParseResult:
@@ -178,7 +176,7 @@ def test_step_times() -> None:
 
 
 def test_reference_files_load_as_they_are() -> None:
-    ref = Path("/work/shared/reference")
+    ref = REFERENCE
     if not ref.exists():
         pytest.skip("reference data not mounted")
     gemm = validate_path(ref / "gemm_measured.csv")
@@ -217,4 +215,4 @@ def test_core_does_not_import_ui_libraries() -> None:
         "bad = [x for x in ('streamlit', 'plotly') if x in sys.modules]\n"
         "assert not bad, bad\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=SAMPLES.parent.parent)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import SAMPLES
+
 pytestmark = pytest.mark.browser
 
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
@@ -93,7 +95,7 @@ def test_upload_curve_then_broken_file_keeps_the_old_curve(chromium, app_url: st
     page.goto(app_url + "/data")
     settle(page)
     upload = page.get_by_test_id("stFileUploader").locator("input[type='file']")
-    sample = Path(__file__).resolve().parent.parent / "data" / "samples" / "al_curve.csv"
+    sample = SAMPLES / "al_curve.csv"
     upload.set_input_files(str(sample))
     settle(page)
     page.wait_for_selector("text=Loaded datasets", timeout=30_000)
@@ -124,7 +126,7 @@ def test_measured_step_times_replace_the_model_in_the_explorer(chromium, app_url
     before = metric_text(page, "Speedup")
     page.get_by_role("link", name="Measured data").click()
     settle(page)
-    sample = Path(__file__).resolve().parent.parent / "data" / "samples" / "step_times.csv"
+    sample = SAMPLES / "step_times.csv"
     page.get_by_test_id("stFileUploader").locator("input[type='file']").set_input_files(
         str(sample))
     settle(page)

@@ -34,8 +34,8 @@ from explorer.ui.export_panel import (
     scenario_json,
     sweep_file,
 )
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 CHROMIUM = Path("/usr/bin/chromium")
 

@@ -1,6 +1,5 @@
-"""Helpers for the hosting, load, fault and bad-input tests.
+"""A WebSocket client of a served app, for the load, fault and bad-input tests.
 
-- ``serve``: a Streamlit server on 127.0.0.1 whose log is kept (to look for tracebacks).
 - ``StSession``: a minimal client of Streamlit's protobuf WebSocket (``/_stcore/stream``) that
   drives a session the way the browser does — a ``rerun_script`` BackMsg carrying the query
   string and the widget values — and collects the ForwardMsgs of that run. No rendering, so
@@ -9,15 +8,8 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -27,79 +19,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin, Subprotocol
 
-ROOT = Path(__file__).resolve().parent.parent
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
-
-
-def wait_healthy(url: str, timeout_s: float = 60.0, proc: subprocess.Popen[bytes] | None = None
-                 ) -> float:
-    """Poll ``url``/_stcore/health until it answers ``ok``; return the seconds it took."""
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < timeout_s:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read() == b"ok":
-                    return time.perf_counter() - t0
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"{url} did not become healthy within {timeout_s:.0f} s")
-
-
-def start_server(port: int, log: Path, env: dict[str, str] | None = None,
-                 cwd: Path = ROOT, python: str = sys.executable) -> subprocess.Popen[bytes]:
-    """``streamlit run app.py`` as tests/conftest.py starts it, with stdout+stderr in ``log``."""
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [python, "-m", "streamlit", "run", "app.py",
-             "--server.headless", "true", "--server.address", "127.0.0.1",
-             "--server.port", str(port), "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
-            cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-        )
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}", 60, proc)
-    except RuntimeError:
-        proc.kill()
-        proc.wait()
-        raise
-    return proc
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-@contextmanager
-def serve(port: int, log: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    proc = start_server(port, log, env)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_server(proc)
-
-
-def memory_mib(pid: int) -> tuple[float, float]:
-    """(resident, peak resident) memory of a process in MiB, from /proc."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        fields[key] = value.strip()
-    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
-
-
-def log_problems(log: Path) -> list[str]:
-    """Lines of a server log that show an unhandled error."""
-    text = log.read_text(errors="replace") if log.exists() else ""
-    return [line for line in text.splitlines()
-            if "Traceback" in line or " ERROR " in line or "Uncaught app exception" in line]
 
 
 @dataclass

@@ -20,7 +20,6 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from conftest import postgres_url as shared_postgres_url
 
 from explorer.interfaces import view_state as us
 from explorer.interfaces.store import (
@@ -38,8 +37,9 @@ from explorer.interfaces.store import (
 from explorer.interfaces.store_schema import VERSION_TABLE, metadata
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
+from tests.support.paths import ROOT
+from tests.support.postgres import postgres_url as shared_postgres_url
 
-ROOT = Path(__file__).resolve().parent.parent
 
 def postgres_url() -> str:
     return shared_postgres_url("the store tests")

@@ -1,7 +1,8 @@
 """Bad input: hostile links, files and messages get a clear message, nothing user-provided is
 executed or rendered as markup, and memory stays bounded. Each test prints its figures.
 
-- URL parameters: explorer/interfaces/view_state.py (decode never raises; warnings name the parameter), in
+- URL parameters: explorer/interfaces/view_state.py (decode never raises; warnings name the
+  parameter), in
   AppTest and over the WebSocket a browser uses.
 - Files: explorer.measured.parse_bytes (never raises; 50 MiB cap), in-process and through the
   app's uploader; the 50 MB upload limit of .streamlit/config.toml in the browser.
@@ -27,16 +28,6 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
-from conftest import free_port
-from st_client import (
-    StSession,
-    log_problems,
-    memory_mib,
-    metric_text,
-    serve,
-    settle,
-    wait_healthy,
-)
 from streamlit.testing.v1 import AppTest
 
 from explorer import Scenario, evaluate
@@ -45,8 +36,10 @@ from explorer.interfaces.store import ScenarioStore
 from explorer.measured import parse_bytes
 from explorer.measured._common import MAX_FILE_BYTES, MAX_PROBLEMS
 from explorer.specs.scenario import Acceptance, MeasuredCurve
+from tests.support.paths import ROOT
+from tests.support.server import free_port, log_problems, memory_mib, serve, wait_healthy
+from tests.support.st_client import StSession, metric_text, settle
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 MiB = 2**20
 CANARY = "/tmp/specdec-explorer-pwned"  # an injected command would create this

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_app
 from streamlit.testing.v1 import AppTest
 
 from explorer import Scenario, evaluate
+from tests.support.apptest import run_app
 
 
 def metric(at: AppTest, label: str) -> str:

@@ -30,24 +30,17 @@ from urllib.parse import urlsplit
 
 import pytest
 import sqlalchemy as sa
-from conftest import free_port, postgres_url
-from st_client import (
-    StSession,
-    log_problems,
-    metric_text,
-    settle,
-    start_server,
-    stop_server,
-    wait_healthy,
-)
 from streamlit.testing.v1 import AppTest
 
 from explorer import Scenario, evaluate
 from explorer.interfaces.store import ScenarioStore, StoreError, reset_default_stores
 from explorer.interfaces.store_schema import scenarios
 from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps
+from tests.support.paths import ROOT
+from tests.support.postgres import postgres_url
+from tests.support.server import free_port, log_problems, start_server, stop_server, wait_healthy
+from tests.support.st_client import StSession, metric_text, settle
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from explorer.interfaces.cli import main
+from tests.support.paths import SAMPLES
 
 EVALUATE_KEYS = {
     "speedup", "acceptance_length", "t_verif_base_s", "t_verif_spec_s", "t_draft_s",
@@ -146,7 +147,6 @@ def test_module_entry_point_and_core_imports_no_ui():
     assert r.returncode == 2 and "--batch" in r.stderr
 
 
-SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 
 
 def test_validate_recognises_each_sample_and_lists_every_problem(tmp_path: Path):

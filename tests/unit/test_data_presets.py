@@ -12,12 +12,12 @@ import itertools
 import math
 import re
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 DATA = ROOT / "data"
 FIT_SCRIPT = ROOT / "scripts" / "fit_hardware_efficiencies.py"
 

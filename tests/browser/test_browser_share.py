@@ -11,12 +11,13 @@ import pytest
 from explorer import Acceptance, Scenario, evaluate
 from explorer.measured import validate_path
 from explorer.measured.scenario_curve import as_measured_curve
-from tests.conftest import app_env, free_port, start_app
+from tests.support.paths import SAMPLES
+from tests.support.server import app_env, free_port, start_server
 
 pytestmark = pytest.mark.browser
 
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "samples" / "al_curve.csv"
+SAMPLE = SAMPLES / "al_curve.csv"
 METRICS = ("Speedup", "Acceptance length", "Tokens/s per user", "Tokens/s per GPU")
 
 
@@ -104,7 +105,7 @@ def test_saved_link_with_an_uploaded_curve_reopens_identically(chromium, app_url
 
     # Another server process on the same store (a restart, or a second replica).
     port = free_port()
-    proc = start_app(port, env=app_env(app_data_dir))
+    proc = start_server(port, env=app_env(app_data_dir))
     try:
         third_ctx, third = open_link(chromium, f"http://127.0.0.1:{port}/{link}", artifacts,
                                      "share_opened_after_restart.png")

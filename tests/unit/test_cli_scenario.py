@@ -15,8 +15,8 @@ import pytest
 
 from explorer.interfaces import store
 from explorer.interfaces.cli import main
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"
 
 

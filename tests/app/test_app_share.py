@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_app
 from streamlit.testing.v1 import AppTest
 
 from explorer import evaluate
@@ -17,6 +16,7 @@ from explorer.interfaces import store
 from explorer.interfaces.store import default_store, view_of_scenario
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
+from tests.support.apptest import run_app
 
 CURVE = MeasuredCurve(label="mine.csv: eagle3 on llama-70b, chat", draft_lens=(1, 2, 3, 5, 7),
                       acceptance_lengths=(1.7, 2.2, 2.6, 3.1, 3.4), source="file mine.csv")

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import free_port
-from st_client import IDLE, StSession, log_problems, memory_mib, start_server, stop_server
 
 from explorer import Scenario, evaluate
+from tests.support.server import free_port, log_problems, memory_mib, start_server, stop_server
+from tests.support.st_client import IDLE, StSession
 
 pytestmark = pytest.mark.browser
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import free_port
-from st_client import stop_server, wait_healthy
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+from tests.support.server import free_port, stop_server, wait_healthy
+
 DOCKERFILE = ROOT / "Dockerfile"
 
 
@@ -210,7 +210,8 @@ def test_dockerignore_keeps_secrets_and_local_state_out():
                 "tests/test_app.py", "tests/artifacts/x.png", ".env", "deploy/compose.yaml",
                 "explorer/__pycache__/store.cpython-311.pyc", ".hypothesis/x", "README.md"):
         assert not in_context(rel, rules), rel
-    for rel in ("app.py", "requirements.txt", ".streamlit/config.toml", "explorer/interfaces/store.py",
+    for rel in ("app.py", "requirements.txt", ".streamlit/config.toml",
+                "explorer/interfaces/store.py",
                 "explorer/ui/controls.py", "data/hardware.csv"):
         assert in_context(rel, rules), rel
 

@@ -1,0 +1,17 @@
+"""The app in Streamlit's AppTest: no server, no browser."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.support.paths import ROOT
+
+
+def run_app(**params: str) -> AppTest:
+    """Run app.py in AppTest with these URL parameters; the run must raise nothing."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
