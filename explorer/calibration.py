@@ -775,10 +775,7 @@ def back_out_draft_cost(
     if b.min() < 1 or d.min() < 0 or s.min() < 1:
         raise ValueError("batch and context must be >= 1, draft_len >= 0")
     g = _group(scenario_model, group)
-    width = 1.0 + d
-    vw = scenario_model.r.scenario.verify_width
-    if vw is not None:
-        width = np.where(d > 0, np.maximum(width, float(vw)), 1.0)
+    width = scenario_model.verify_width(d)
     t_verif = total(scenario_model.verify(b, width, s, g))
     t_draft_model = total(scenario_model.draft(b, d, s, g))
     measured = t - t_verif

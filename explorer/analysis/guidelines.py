@@ -7,6 +7,7 @@ import math
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from explorer.base.limits import MAX_DRAFT_LEN
 from explorer.model.grid import scenario_model
 from explorer.model.kernels import ATTENTION_TILE_ROWS
 from explorer.specs.scenario import Scenario
@@ -73,7 +74,7 @@ def guidelines(scenario: Scenario) -> list[Guideline]:
     rows = g * (1 + d)
     tiles = math.ceil(rows / ATTENTION_TILE_ROWS - 1e-9)
     util = rows / (tiles * ATTENTION_TILE_ROWS)
-    aligned = tile_aligned_draft_lens(g, 64)
+    aligned = tile_aligned_draft_lens(g, MAX_DRAFT_LEN)
     below = [x for x in aligned if x <= d]
     above = [x for x in aligned if x >= d]
     near = below[-1] if below else (above[0] if above else d)

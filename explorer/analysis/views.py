@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from explorer.analysis.frontier import DEFAULT_BATCHES
+from explorer.base.limits import VIEW_MAX_DRAFT_LEN
 from explorer.model.acceptance_source import prior_al
 from explorer.model.grid import scenario_model
 from explorer.model.kernels import ATTENTION_TILE_ROWS, attention_time, gemm_time
@@ -29,7 +30,7 @@ class Surface:
 
 
 def speedup_surface(scenario: Scenario, batches: npt.ArrayLike | None = None,
-                    d_max: int = 32) -> Surface:
+                    d_max: int = VIEW_MAX_DRAFT_LEN) -> Surface:
     m = scenario_model(scenario)
     b = np.asarray(DEFAULT_BATCHES if batches is None else batches, dtype=np.float64)
     d = np.arange(0, d_max + 1, dtype=np.float64)
@@ -41,7 +42,7 @@ def speedup_surface(scenario: Scenario, batches: npt.ArrayLike | None = None,
     return Surface(b, d, z, best, "batch B", "draft length D")
 
 
-def group_surface(scenario: Scenario, d_max: int = 32) -> Surface:
+def group_surface(scenario: Scenario, d_max: int = VIEW_MAX_DRAFT_LEN) -> Surface:
     """Speedup over (G, D) at the scenario's B and S; G values that divide the q heads."""
     m = scenario_model(scenario)
     q = m.r.model.q_heads
@@ -69,7 +70,8 @@ class TileCurve:
 
 
 def tile_steps(scenario: Scenario, groups: tuple[float, ...] | None = None,
-               contexts: tuple[int, ...] | None = None, d_max: int = 32) -> list[TileCurve]:
+               contexts: tuple[int, ...] | None = None,
+               d_max: int = VIEW_MAX_DRAFT_LEN) -> list[TileCurve]:
     """One attention layer's time vs D (the article's Fig. 4/5): flat, then 128-row steps."""
     m = scenario_model(scenario)
     hw, model = m.r.hardware, m.r.model
@@ -86,7 +88,7 @@ def tile_steps(scenario: Scenario, groups: tuple[float, ...] | None = None,
     return out
 
 
-def tile_boundaries(group: float, d_max: int = 32) -> list[float]:
+def tile_boundaries(group: float, d_max: int = VIEW_MAX_DRAFT_LEN) -> list[float]:
     """D values where G·(1+D) crosses 128·k (drawn as vertical lines)."""
     out: list[float] = []
     k = 1
@@ -133,7 +135,7 @@ class ALCurve:
     measured: bool
 
 
-def al_curves(scenario: Scenario, d_max: int = 32) -> list[ALCurve]:
+def al_curves(scenario: Scenario, d_max: int = VIEW_MAX_DRAFT_LEN) -> list[ALCurve]:
     """Each mechanism's prior, the scenario's own source, and the shipped measured curves."""
     d = np.arange(0, d_max + 1, dtype=np.float64)
     out: list[ALCurve] = []

@@ -16,6 +16,7 @@ from explorer.analysis.evaluate import evaluate
 from explorer.analysis.recommend import recommend
 from explorer.analysis.sweep import sweep
 from explorer.base.errors import ScenarioError
+from explorer.base.limits import MAX_DRAFT_LEN
 from explorer.calibration import fit_kernel_efficiencies, fit_step_overheads
 from explorer.measured import ParseResult, validate_path
 from explorer.measured.scenario_curve import (
@@ -323,7 +324,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     lists: dict[str, list[int] | None] = {
         "batch": parse_int_list(args.batch, "--batch", 1, 65536) if args.batch else None,
-        "draft_len": parse_int_list(args.draft_len, "--draft-len", 0, 64)
+        "draft_len": parse_int_list(args.draft_len, "--draft-len", 0, MAX_DRAFT_LEN)
         if args.draft_len else None,
         "group": parse_int_list(args.group, "--group", 1, 256) if args.group else None,
         "context": parse_int_list(args.context, "--context", 1, 2_000_000)

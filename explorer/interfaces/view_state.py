@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from explorer.base.limits import VIEW_MAX_DRAFT_LEN
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
 from explorer.specs.scenario import Acceptance, MeasuredCurve, Scenario
 
@@ -33,7 +34,7 @@ TP_OPTIONS: tuple[int, ...] = (1, 2, 4, 8, 16)
 DTYPE_OPTIONS: tuple[str, ...] = ("bf16", "fp8", "fp4")
 KV_DTYPE_OPTIONS: tuple[str, ...] = ("bf16", "fp8")
 ACCEPTANCE_OPTIONS: tuple[str, ...] = ("prior", "alpha", "sample", "upload")
-DRAFT_LEN_MAX = 32
+DRAFT_LEN_MAX = VIEW_MAX_DRAFT_LEN
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.interpolate import PchipInterpolator
 
+from explorer.base.limits import MAX_DRAFT_LEN
 from explorer.model.acceptance import al_decaying, al_iid
 from explorer.specs.mechanism import MechanismSpec
 from explorer.specs.scenario import Acceptance, MeasuredCurve
@@ -81,7 +82,7 @@ def acceptance_length(
 def prior_al(mech: MechanismSpec, draft_len: npt.ArrayLike) -> ALResult:
     d = np.asarray(draft_len, dtype=np.float64)
     valid = d <= mech.max_draft_len
-    d_int = np.clip(np.nan_to_num(d), 0, 64).astype(np.int64)
+    d_int = np.clip(np.nan_to_num(d), 0, MAX_DRAFT_LEN).astype(np.int64)
     al = np.where(valid, al_decaying(mech.first_rate, mech.decay, d_int), np.nan)
     note = (
         f"{mech.name} prior c_j = {mech.first_rate:.3g}·{mech.decay:.3g}^(j−1)"

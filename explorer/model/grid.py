@@ -84,17 +84,19 @@ class ScenarioModel:
     def _model_step(self, batch: FloatArray, draft_len: FloatArray) -> FloatArray:
         """The model's step at the scenario's S and G, as the step-time table measures it."""
         sc, g = self.r.scenario, self.r.group
-        width = self._width(draft_len)
+        width = self.verify_width(draft_len)
         verify = total(self.verify(batch, width, sc.context, g))
         if sc.measured_steps is not None and not sc.measured_steps.includes_draft:
             return verify
         return verify + total(self.draft(batch, draft_len, sc.context, g))
 
-    def _width(self, d: FloatArray) -> FloatArray:
-        sc = self.r.scenario
+    def verify_width(self, draft_len: npt.ArrayLike) -> FloatArray:
+        """W per sequence: 1 + D for a chain; a tree verifies its W ≥ 1+D tokens; 1 at D = 0."""
+        d = np.asarray(draft_len, dtype=np.float64)
         width = 1.0 + d
-        if sc.verify_width is not None:  # a tree verifies W ≥ 1+D tokens per sequence
-            width = np.where(d > 0, np.maximum(width, sc.verify_width), 1.0)
+        tree = self.r.scenario.verify_width
+        if tree is not None:
+            width = np.where(d > 0, np.maximum(width, float(tree)), 1.0)
         return np.asarray(width, dtype=np.float64)
 
     def measured_sources(self) -> str:
@@ -218,7 +220,7 @@ class ScenarioModel:
         d = np.asarray(draft_len, dtype=np.float64)
         s = np.asarray(context if context is not None else sc.context, dtype=np.float64)
         g = np.asarray(group if group is not None else self.r.group, dtype=np.float64)
-        width = self._width(d)
+        width = self.verify_width(d)
         al_res = al if al is not None else self.acceptance(d)
         base = self.verify(b, 1.0, s, g)
         spec = self.verify(b, width, s, g)

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from explorer.base.limits import MAX_DRAFT_LEN
+
 DraftStyle = Literal["chain", "block", "block_serial", "lookup"]
 
 
@@ -15,8 +17,8 @@ class MechanismSpec(BaseModel):
     slug: str
     name: str
     draft_style: DraftStyle
-    default_draft_len: int = Field(ge=0, le=64)
-    max_draft_len: int = Field(ge=1, le=64)
+    default_draft_len: int = Field(ge=0, le=MAX_DRAFT_LEN)
+    max_draft_len: int = Field(ge=1, le=MAX_DRAFT_LEN)
     draft_layers: int | None = Field(
         default=None, ge=0, description="layers of target dims the drafter runs; None = own model"
     )

@@ -7,9 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from explorer.base.limits import MAX_CURVE_POINTS, MAX_DRAFT_LEN, MAX_MEASURED_ROWS
 from explorer.specs.hardware import HardwareOverrides
-
-MAX_DRAFT_LEN = 64
 
 
 class MeasuredCurve(BaseModel):
@@ -18,8 +17,8 @@ class MeasuredCurve(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     label: str = Field(default="measured", max_length=200)
-    draft_lens: tuple[int, ...] = Field(min_length=1, max_length=256)
-    acceptance_lengths: tuple[float, ...] = Field(min_length=1, max_length=256)
+    draft_lens: tuple[int, ...] = Field(min_length=1, max_length=MAX_CURVE_POINTS)
+    acceptance_lengths: tuple[float, ...] = Field(min_length=1, max_length=MAX_CURVE_POINTS)
     source: str = Field(default="", max_length=500)
 
     @model_validator(mode="after")
@@ -53,9 +52,6 @@ class Acceptance(BaseModel):
         if self.kind == "curve" and self.curve is None:
             raise ValueError("acceptance kind 'curve' needs a curve")
         return self
-
-
-MAX_MEASURED_ROWS = 200_000
 
 
 class MeasuredGemm(BaseModel):

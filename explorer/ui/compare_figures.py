@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from explorer.analysis.frontier import ParetoFrontier, pareto
 from explorer.analysis.views import speedup_surface
+from explorer.base.limits import VIEW_MAX_DRAFT_LEN
 from explorer.model.grid import scenario_model
 from explorer.specs.scenario import Scenario
 from explorer.ui.text import plotly_text
@@ -38,7 +39,7 @@ class CompareSeries:
 
 
 def compare_series(label: str, scenario: Scenario, current: tuple[float, float] | None = None,
-                   d_max: int = 32) -> CompareSeries:
+                   d_max: int = VIEW_MAX_DRAFT_LEN) -> CompareSeries:
     """The arrays behind the overlays for one scenario (pure numpy via the core)."""
     surface = speedup_surface(scenario, batches=[scenario.batch], d_max=d_max)
     al = scenario_model(scenario).acceptance(surface.y)
@@ -76,7 +77,8 @@ def speedup_overlay(series: Sequence[CompareSeries]) -> go.Figure:
                 x=[s.draft_len], y=[y], mode="markers", showlegend=False, legendgroup=str(i),
                 marker={"symbol": "x", "size": 12, "color": color},
                 hovertemplate=f"this scenario: D={s.draft_len}, %{{y:.3f}}×<extra></extra>"))
-    fig.add_trace(go.Scatter(x=[0, float(max((s.d[-1] for s in series), default=32))],
+    x_max = float(max((s.d[-1] for s in series), default=VIEW_MAX_DRAFT_LEN))
+    fig.add_trace(go.Scatter(x=[0, x_max],
                              y=[1, 1], mode="lines", name="no speedup",
                              line={"color": "gray", "dash": "dot", "width": 1}, hoverinfo="skip"))
     fig.update_layout(title="Speedup vs draft length D (each at its own batch B; × = its D)",
@@ -142,7 +144,7 @@ def al_overlay(series: Sequence[CompareSeries]) -> go.Figure:
                 x=[s.draft_len], y=[y], mode="markers", showlegend=False, legendgroup=str(i),
                 marker={"symbol": "x", "size": 12, "color": color},
                 hovertemplate=f"this scenario: D={s.draft_len}, AL=%{{y:.2f}}<extra></extra>"))
-    d_max = float(max((s.d[-1] for s in series), default=32))
+    d_max = float(max((s.d[-1] for s in series), default=VIEW_MAX_DRAFT_LEN))
     fig.add_trace(go.Scatter(x=[0, d_max], y=[1, 1 + d_max], mode="lines",
                              name="AL = 1+D bound", line={"color": "gray", "dash": "dot",
                                                           "width": 1}, hoverinfo="skip"))

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from explorer.analysis.frontier import ParetoFrontier
 from explorer.analysis.views import ALCurve, GemmCurve, Surface, TileCurve, tile_boundaries
+from explorer.base.limits import VIEW_MAX_DRAFT_LEN
 from explorer.model.layers import COMPONENTS
 from explorer.ui.text import plotly_text
 
@@ -207,7 +208,7 @@ def al_figure(curves: list[ALCurve], selected: str) -> go.Figure:
             + plotly_text(c.provenance[:160].replace("%", "%%"))
             + "<extra>" + plotly_text(c.label[:40]) + "</extra>",
         ))
-    d_max = 32
+    d_max = VIEW_MAX_DRAFT_LEN
     fig.add_trace(go.Scatter(x=[0, d_max], y=[1, 1 + d_max], mode="lines", name="AL = 1+D bound",
                              line={"color": "gray", "dash": "dot", "width": 1},
                              hoverinfo="skip"))
