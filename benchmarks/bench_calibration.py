@@ -15,7 +15,7 @@ from explorer.calibration import AttentionTimings, GemmTimings, fit_kernel_effic
 from explorer.model.kernels import gemm_time
 from explorer.presets import hardware_presets
 
-REFERENCE = Path("/work/shared/reference")
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"  # ../shared
 GPUS = {"h100_sxm": "h100", "b200_sxm": "b200", "gb200": "gb200", "b300_sxm": "b300",
         "a100_sxm": "a100", "l40s": "l40s"}
 

@@ -5,6 +5,7 @@ inside a function cannot hide a cycle."""
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 from tests.support.paths import ROOT
@@ -33,6 +34,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+@cache
 def modules() -> dict[str, Path]:
     found = {module_name(p): p for p in (ROOT / "explorer").rglob("*.py")}
     found["app"] = ROOT / "app.py"
@@ -68,6 +70,7 @@ def layer_of(name: str) -> int | None:
     return None if best is None else best[1]
 
 
+@cache
 def graph() -> dict[str, set[str]]:
     mods = modules()
     known = set(mods)
