@@ -260,6 +260,10 @@ def test_readme_hosting_section_and_deploy_examples():
     notes = docs["Ingress"]["metadata"]["annotations"]
     assert notes["nginx.ingress.kubernetes.io/affinity"] == "cookie"
     assert notes["nginx.ingress.kubernetes.io/proxy-body-size"] == "50m"
+    headers = docs["ConfigMap"]
+    assert notes["nginx.ingress.kubernetes.io/custom-headers"] == (
+        f"default/{headers['metadata']['name']}")
+    assert headers["data"] == SECURITY_HEADERS
 
     compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
     services = compose["services"]
@@ -272,6 +276,17 @@ def test_readme_hosting_section_and_deploy_examples():
     nginx = (ROOT / "deploy" / "nginx.conf").read_text()
     assert "ip_hash;" in nginx and "Upgrade $http_upgrade" in nginx
     assert "client_max_body_size 50m" in nginx
+    for name, value in SECURITY_HEADERS.items():  # on every response, errors included
+        assert f'add_header {name} "{value}" always;' in nginx, name
+    assert "Headers" in section and "frame-ancestors" in section and "Referer" in section
+
+
+SECURITY_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 def _copy_context(instructions: list[Instruction], dest: Path) -> None:
