@@ -7,10 +7,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from explorer.analysis.candidate import candidate
 from explorer.base.errors import ScenarioError
 from explorer.model.grid import scenario_model
 from explorer.model.layers import COMPONENTS
-from explorer.specs.scenario import Acceptance, Scenario
+from explorer.specs.scenario import Scenario
 
 FIGURES = (
     "speedup", "acceptance_length", "t_verif_base_s", "t_verif_spec_s", "t_draft_s",
@@ -34,10 +35,7 @@ def sweep(
     s = np.asarray(context or [scenario.context], dtype=np.float64)
     frames = []
     for slug in mechanism or [scenario.mechanism]:
-        cand = scenario
-        if slug != scenario.mechanism:
-            cand = scenario.model_copy(update={"mechanism": slug, "acceptance": Acceptance()})
-        m = scenario_model(cand)
+        m = scenario_model(candidate(scenario, slug))
         g = np.asarray(group or [m.r.group], dtype=np.float64)
         for gv in g:
             if m.r.model.attention_kind == "gqa" and m.r.model.q_heads % gv:

@@ -20,13 +20,14 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from explorer.analysis.frontier import draft_len_range
+from explorer.analysis.candidate import candidate
+from explorer.analysis.frontier import DEFAULT_BATCHES, best_draft_len
 from explorer.analysis.recommend import RankedOption, recommend
-from explorer.model.grid import scenario_model
 from explorer.presets import mechanism_presets, model_presets
-from explorer.specs.scenario import Acceptance, Scenario
+from explorer.specs.scenario import Scenario
 
-DEFAULT_MAX_BATCH = 4096
+# The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.
+DEFAULT_MAX_BATCH = int(DEFAULT_BATCHES[-1])
 
 # --- where each option name comes from -------------------------------------------------------
 VLLM_SOURCE = (
@@ -172,27 +173,6 @@ def draft_len_at(schedule: list[tuple[int, int]], batch: int) -> int:
         if batch <= max_batch:
             return d
     return 0
-
-
-def _candidate(scenario: Scenario, slug: str) -> Scenario:
-    """The same operating point with another mechanism and its own prior (as recommend() does)."""
-    if slug == scenario.mechanism:
-        return scenario
-    return scenario.model_copy(update={"mechanism": slug, "acceptance": Acceptance(), "rho": None})
-
-
-def _speed_best(scenario: Scenario, batches: npt.NDArray[np.int64]
-                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], int | None]:
-    """Best D per B by speed alone (D = 0 is plain decoding at 1×), and the memory limit."""
-    m = scenario_model(scenario)
-    d = draft_len_range(scenario)
-    g = m.grid(batches[:, None].astype(np.float64), d[None, :].astype(np.float64))
-    sp = np.where(np.isfinite(g.speedup), g.speedup, -np.inf)
-    sp[:, 0] = 1.0
-    idx = np.argmax(sp, axis=1)
-    fitting = np.nonzero(np.asarray(g.fits_in_memory)[:, 0])[0]
-    max_fit = int(batches[fitting[-1]]) if fitting.size else None
-    return d[idx].astype(np.int64), sp[np.arange(len(batches)), idx], max_fit
 
 
 def _runs(batches: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
@@ -387,12 +367,12 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
     slug = mechanism or (rec.best.mechanism if rec.best else scenario.mechanism)
     best = _best_for(rec.ranking, slug)
     pays = best is not None and best.speedup > 1.0
-    cand = _candidate(scenario, slug)
     top = max(max_batch, scenario.batch)
     batches = np.arange(1, top + 1, dtype=np.int64)
-    raw, speed, max_fit = _speed_best(cand, batches)
-    at = scenario.batch - 1
-    raw[at] = best.draft_len if (pays and best is not None) else 0  # agree with recommend() here
+    # One home for best D per B, the break-even batch and the memory limit: the Explorer page's.
+    frontier = best_draft_len(candidate(scenario, slug), batches)
+    raw = np.asarray(frontier.speed_best_draft_len, dtype=np.int64)
+    raw[scenario.batch - 1] = best.draft_len if (pays and best is not None) else 0  # = recommend()
     envelope = np.maximum.accumulate(raw[::-1])[::-1]
     cap = best.draft_len if (pays and best is not None) else int(envelope.max())
     sched_values = np.minimum(envelope, cap)
@@ -405,10 +385,8 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
         switch_off = None
     else:
         switch_off = int(batches[on[-1]])
-    losing = np.nonzero(speed <= 1.0)[0]
-    paying = speed > 1.0
-    break_even = (int(batches[losing[0]]) if losing.size and not paying[losing[0]:].any()
-                  else None)
+    break_even = frontier.break_even_batch
+    max_fit = frontier.max_batch_in_memory
     enabled = switch_off != 0 and cap > 0
 
     mech = mechanism_presets().get(slug)

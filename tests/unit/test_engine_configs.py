@@ -144,7 +144,8 @@ def test_schedule_is_the_best_d_per_batch_non_increasing_and_off_beyond_the_swit
     batches = np.arange(1, 4097)
     ref = best_draft_len(cand, batches)
     assert ref.max_batch_in_memory == 4096
-    best = np.asarray(ref.best_draft_len)
+    assert ref.speed_best_draft_len == ref.best_draft_len  # memory does not bind
+    best = np.asarray(ref.speed_best_draft_len)
     expected = np.minimum(np.maximum.accumulate(best[::-1])[::-1], ec.draft_len)
     got = np.array([draft_len_at(ec.schedule, int(b)) for b in batches])
     np.testing.assert_array_equal(got, expected)
@@ -153,6 +154,24 @@ def test_schedule_is_the_best_d_per_batch_non_increasing_and_off_beyond_the_swit
     assert ec.break_even_batch == ref.break_even_batch == ec.switch_off_batch + 1
     assert all(draft_len_at(ec.schedule, b) > 0 for b in range(1, ec.switch_off_batch + 1))
     assert all(draft_len_at(ec.schedule, b) == 0 for b in range(ec.switch_off_batch + 1, 4200))
+
+
+def test_exported_schedule_is_the_explorer_pages_speed_only_best_d_where_memory_binds():
+    """The page (best_draft_len) and the export read one function: where memory binds the
+    schedule follows the speed-only D, not the D among fitting points, at every batch."""
+    sc = Scenario(context=32768)  # 70B on 2×H200: plain decoding fits only up to B = 12
+    ec = engine_configs(sc, "eagle3")
+    ref = best_draft_len(sc, np.arange(1, 4097))
+    speed_d = np.asarray(ref.speed_best_draft_len)
+    fit_d = np.asarray(ref.best_draft_len)
+    assert ref.max_batch_in_memory == ec.max_batch_in_memory == 12
+    assert (fit_d[12:] == 0).all() and (speed_d[12:] > 0).all()  # the two answers differ
+    # Here the speed-only curve is already non-increasing and peaks at the configured D, so the
+    # envelope and the cap change nothing: the schedule is the speed-only D itself.
+    assert (np.diff(speed_d) <= 0).all() and speed_d.max() == ec.draft_len
+    got = np.array([draft_len_at(ec.schedule, int(b)) for b in ref.batch])
+    np.testing.assert_array_equal(got, speed_d)
+    assert ec.break_even_batch == ref.break_even_batch
 
 
 @pytest.mark.parametrize("mechanism", ["eagle3", "ngram", "dflash"])
