@@ -6,18 +6,18 @@ speculative-decoding options. Every option name was checked against the engine's
 docs; the source sits in a comment beside each mapping and in the `source` field of the output.
 Where an engine cannot express something, the output says so in a note instead of inventing a flag.
 
-Core module: numpy + pydantic only (no streamlit, no plotly).
+Core module: numpy, pydantic and PyYAML only (no streamlit, no plotly).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import yaml
 from pydantic import BaseModel, ConfigDict
 
 from explorer.analysis.candidate import candidate
@@ -28,6 +28,7 @@ from explorer.specs.scenario import Scenario
 
 # The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.
 DEFAULT_MAX_BATCH = int(DEFAULT_BATCHES[-1])
+YAML_LINE_WIDTH = 1 << 16  # characters
 
 # --- where each option name comes from -------------------------------------------------------
 VLLM_SOURCE = (
@@ -314,38 +315,11 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
     return TensorRTLLMConfig(config=config, yaml=to_yaml(config), notes=notes)
 
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
-
-
-def _scalar(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if v is None:
-        return "null"
-    if isinstance(v, int | float):
-        return json.dumps(v)
-    s = str(v)
-    if _PLAIN.match(s) and s.lower() not in _YAML_WORDS:
-        return s
-    return json.dumps(s, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
-
-
-def to_yaml(obj: dict[Any, Any], indent: int = 0) -> str:
-    """Block YAML for nested dicts and lists of scalars (all the engine configs need)."""
-    pad = "  " * indent
-    lines: list[str] = []
-    for k, v in obj.items():
-        key = _scalar(k)
-        if isinstance(v, dict):
-            lines.append(f"{pad}{key}:")
-            lines.append(to_yaml(v, indent + 1).rstrip("\n"))
-        elif isinstance(v, list):
-            lines.append(f"{pad}{key}:")
-            lines.extend(f"{pad}  - {_scalar(x)}" for x in v)
-        else:
-            lines.append(f"{pad}{key}: {_scalar(v)}")
-    return "\n".join(lines) + "\n"
+def to_yaml(obj: dict[Any, Any]) -> str:
+    """Block-style YAML that `yaml.safe_load` reads back to `obj` (keys kept in order)."""
+    # width: never fold a long placeholder string over two lines.
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True,
+                          width=YAML_LINE_WIDTH)
 
 
 def _best_for(options: list[RankedOption], slug: str) -> RankedOption | None:

@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+import yaml
 
 from explorer import Scenario, recommend
 from explorer.analysis.frontier import best_draft_len
@@ -252,10 +253,19 @@ def test_unsupported_combinations_are_notes_not_flags():
 
 
 def test_yaml_quotes_what_needs_quoting():
-    text = to_yaml({"a": {"b": "Eagle3", "c": "<x: y>", "d": {1: 4, 16: 0}, "e": "yes",
-                          "f": [1, "x"]}})
-    assert text == ('a:\n  b: Eagle3\n  c: "<x: y>"\n  d:\n    1: 4\n    16: 0\n  e: "yes"\n'
-                    '  f:\n    - 1\n    - x\n')
+    obj = {"a": {"b": "Eagle3", "c": "<x: y>", "d": {1: 4, 16: 0}, "e": "yes", "f": [1, "x"],
+                 "g": "null", "h": "3", "i": "<" + "very long placeholder " * 10 + ">"}}
+    text = to_yaml(obj)
+    assert yaml.safe_load(text) == obj  # "yes", "null" and "3" stay strings, ints stay ints
+    assert text.startswith("a:\n  b: Eagle3\n") and "\n  d:\n    1: 4\n    16: 0\n" in text
+    assert len(text.splitlines()) == 13  # block style, the long string on one line
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_tensorrt_llm_yaml_parses_back_to_the_config(mechanism: str):
+    ec = engine_configs(Scenario(**SMALL), mechanism)  # type: ignore[arg-type]
+    assert ec.tensorrt_llm.config is not None
+    assert yaml.safe_load(ec.tensorrt_llm.yaml) == ec.tensorrt_llm.config
 
 
 def test_engine_configs_module_imports_no_ui():
