@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,10 @@ from pydantic import BaseModel, ConfigDict
 from explorer.analysis.candidate import candidate
 from explorer.analysis.frontier import DEFAULT_BATCHES, best_draft_len
 from explorer.analysis.recommend import RankedOption, recommend
+from explorer.base.errors import ScenarioError
+from explorer.model.resolve import resolve
 from explorer.presets import mechanism_presets, model_presets
+from explorer.specs.mechanism import MechanismSpec
 from explorer.specs.scenario import Scenario
 
 # The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.
@@ -61,6 +65,11 @@ TRTLLM_SOURCE = (
     "@00b6d5a25c30b4382d24fbdf52956d601b3ffd24 (support_dynamic_draft_len excludes DSpark)"
 )
 
+# Engine tables, keyed by mechanism slug: each engine's own names and the facts about one engine.
+# What a mechanism *is* (does it need draft weights, the target's MTP layers, …) comes from its
+# MechanismSpec (data/mechanisms.csv) and what a GPU is from its HardwareSpec (data/hardware.csv).
+# A new mechanism is a row there plus its entries here; without them an engine says "not supported".
+
 # --- vLLM: speculative_config["method"] per mechanism ----------------------------------------
 # vllm/config/speculative.py @002e77c: SpeculativeMethod = "ngram" | "draft_model" | "eagle3" |
 # "mtp" | "dflash" | "dspark" | … ; method "mtp" with no "model" loads the target's own MTP layers.
@@ -72,7 +81,9 @@ VLLM_METHOD: dict[str, str] = {
     "dspark": "dspark",
     "ngram": "ngram",
 }
-VLLM_NEEDS_MODEL = {"external", "eagle3", "dflash", "dspark"}
+VLLM_NOTES: dict[str, str] = {
+    "ngram": "vLLM sets prompt_lookup_min/max to 5 when both are unset.",
+}
 
 # --- SGLang: --speculative-algorithm per mechanism --------------------------------------------
 # python/sglang/srt/server_args.py @001067f: "Builtins: EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM,
@@ -85,8 +96,45 @@ SGLANG_ALGORITHM: dict[str, str] = {
     "dspark": "DSPARK",
     "ngram": "NGRAM",
 }
-SGLANG_NEEDS_MODEL = {"external", "eagle3", "dflash", "dspark"}
-SGLANG_CHAIN = {"external", "mtp", "eagle3"}  # num-steps / eagle-topk / num-draft-tokens
+
+
+def _sglang_chain(d: int) -> list[str]:
+    # A chain of D drafts: topk 1, and then num_draft_tokens = num_steps + 1 (docs @067ad4d).
+    return ["--speculative-num-steps", str(d), "--speculative-eagle-topk", "1",
+            "--speculative-num-draft-tokens", str(d + 1)]
+
+
+def _sglang_dflash(d: int) -> list[str]:
+    # server_args.py: DFLASH's block size is the verify window (= D drafts + 1 bonus token);
+    # --speculative-dflash-block-size is an alias of --speculative-num-draft-tokens.
+    return ["--speculative-num-draft-tokens", str(d + 1)]
+
+
+def _sglang_dspark(d: int) -> list[str]:
+    # server_args.py: "--speculative-dspark-block-size: draft block size gamma (number of
+    # proposed draft tokens) … sets --speculative-num-draft-tokens = gamma + 1".
+    return ["--speculative-dspark-block-size", str(d)]
+
+
+def _sglang_ngram(d: int) -> list[str]:
+    # A chain, as the cost model assumes: BFS breadth 1; D drafts + the last verified token.
+    return ["--speculative-num-draft-tokens", str(d + 1), "--speculative-ngram-max-bfs-breadth",
+            "1"]
+
+
+# The flags that set D for each algorithm.
+SGLANG_DRAFT_LEN_FLAGS: dict[str, Callable[[int], list[str]]] = {
+    "external": _sglang_chain,
+    "mtp": _sglang_chain,
+    "eagle3": _sglang_chain,
+    "dflash": _sglang_dflash,
+    "dspark": _sglang_dspark,
+    "ngram": _sglang_ngram,
+}
+# Algorithms SGLang runs on NVIDIA (CUDA) GPUs only, with the reason.
+SGLANG_NVIDIA_ONLY: dict[str, str] = {
+    "ngram": "docs: ngram speculative decoding only supports CUDA",
+}
 
 # --- TensorRT-LLM: speculative_config.decoding_type per mechanism -----------------------------
 # docs/source/features/speculative-decoding.md @04c8822 lists the YAML names MTP, Eagle3, NGram,
@@ -100,14 +148,14 @@ TRTLLM_DECODING_TYPE: dict[str, str] = {
     "dspark": "DSpark",
     "ngram": "NGram",
 }
-TRTLLM_NEEDS_MODEL = {"external", "eagle3", "dflash", "dspark"}
+TRTLLM_VENDORS = frozenset({"nvidia"})  # TensorRT-LLM runs on NVIDIA GPUs only
 # interface.py @00b6d5a: support_dynamic_draft_len() is MTP one-model, Eagle3 one-model, PARD,
 # DFlash, DraftTarget one-model, SA; the NGram drafter takes draft_len_schedule on its own
 # (NGramDrafter(..., draft_len_schedule=spec_config.draft_len_schedule)). DSpark has neither.
-TRTLLM_SCHEDULE_UNSUPPORTED = {"dspark"}
-
-PLACEHOLDER_OF = {
-    "eagle3": "EAGLE-3 head", "dflash": "DFlash draft model", "dspark": "DSpark draft model",
+TRTLLM_SCHEDULE_UNSUPPORTED = frozenset({"dspark"})
+TRTLLM_NOTES: dict[str, str] = {
+    "external": "decoding_type DraftTarget is the YAML name in the docs; the class "
+                "DraftTargetDecodingConfig spells its literal 'Draft_Target' at @0004396.",
 }
 
 
@@ -176,6 +224,13 @@ def draft_len_at(schedule: list[tuple[int, int]], batch: int) -> int:
     return 0
 
 
+def _mechanism(slug: str) -> MechanismSpec:
+    mechanisms = mechanism_presets()
+    if slug not in mechanisms:
+        raise ScenarioError("mechanism", f"unknown preset '{slug}'; known: {', '.join(mechanisms)}")
+    return mechanisms[slug]
+
+
 def _runs(batches: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
     """Consecutive equal values → (last batch of the run, value)."""
     change = np.nonzero(np.diff(values))[0]
@@ -183,19 +238,15 @@ def _runs(batches: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> list
     return [(int(batches[i]), int(values[i])) for i in ends]
 
 
-def _placeholder(slug: str, scenario: Scenario) -> str:
-    models = model_presets()
-    target = models[scenario.model].name if scenario.model in models else scenario.model
-    if slug == "external":
-        draft = scenario.draft_model
-        name = models[draft].name if draft in models else (draft or f"draft model for {target}")
+def _placeholder(mech: MechanismSpec, scenario: Scenario) -> str:
+    """Where the user puts the draft weights' path: named after the model the cost model used."""
+    r = resolve(scenario)
+    if mech.needs_draft_model:
+        draft = r.draft_model
+        name = draft.name if draft is not None else f"draft model for {r.model.name}"
         return f"<{name}: local path or Hugging Face id>"
-    what = PLACEHOLDER_OF.get(slug, "draft weights")
-    return f"<{what} for {target}: local path or Hugging Face id>"
-
-
-def _is_amd(scenario: Scenario) -> bool:
-    return scenario.hardware.lower().startswith("mi")  # mi300x: the only AMD preset
+    what = mech.draft_checkpoint or "draft weights"
+    return f"<{what} for {r.model.name}: local path or Hugging Face id>"
 
 
 def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scenario: Scenario,
@@ -208,9 +259,10 @@ def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scen
     if not enabled or draft_len < 1:
         return VllmConfig(speculative_config=None, cli="", notes=[
             "Speculation does not pay here: leave --speculative-config unset."])
+    mech = _mechanism(slug)
     cfg: dict[str, Any] = {"method": method}
-    if slug in VLLM_NEEDS_MODEL:
-        cfg["model"] = _placeholder(slug, scenario)
+    if mech.needs_draft_weights:
+        cfg["model"] = _placeholder(mech, scenario)
     cfg["num_speculative_tokens"] = draft_len
     notes: list[str] = []
     if any(d != draft_len for _, d in schedule):
@@ -225,10 +277,11 @@ def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scen
         notes.append("num_speculative_tokens_per_batch_size (dynamic speculative decoding) is in "
                      "recent vLLM main (checked @002e77c); older releases reject the key — drop "
                      "it there and speculate at a fixed D.")
-    if slug == "ngram":
-        notes.append("vLLM sets prompt_lookup_min/max to 5 when both are unset.")
-    if slug == "mtp":
-        notes.append("method 'mtp' without 'model' reuses the target checkpoint's MTP layers.")
+    if slug in VLLM_NOTES:
+        notes.append(VLLM_NOTES[slug])
+    if mech.uses_target_mtp_layers:
+        notes.append(f"method '{method}' without 'model' reuses the target checkpoint's MTP "
+                     "layers.")
     cli = "--speculative-config " + shlex.quote(json.dumps(cfg, separators=(",", ":")))
     return VllmConfig(speculative_config=cfg, cli=cli, notes=notes)
 
@@ -237,35 +290,23 @@ def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: S
                   enabled: bool = True) -> SglangConfig:
     """SGLang launch flags for a mechanism; notes for what SGLang cannot express."""
     algorithm = SGLANG_ALGORITHM.get(slug)
-    if algorithm is None:
+    draft_len_flags = SGLANG_DRAFT_LEN_FLAGS.get(slug)
+    if algorithm is None or draft_len_flags is None:
         return SglangConfig(flags=[], cli="", notes=[
             f"'{slug}' is not supported by SGLang (no speculative algorithm)."])
-    if slug == "ngram" and _is_amd(scenario):
+    vendor = resolve(scenario).hardware.vendor
+    if slug in SGLANG_NVIDIA_ONLY and vendor != "nvidia":
         return SglangConfig(flags=[], cli="", notes=[
-            "NGRAM is not supported by SGLang on AMD GPUs (docs: ngram speculative decoding "
-            "only supports CUDA)."])
+            f"{algorithm} is not supported by SGLang on {vendor.upper()} GPUs "
+            f"({SGLANG_NVIDIA_ONLY[slug]})."])
     if not enabled or draft_len < 1:
         return SglangConfig(flags=[], cli="",
                             notes=["Speculation does not pay here: leave --speculative-* unset."])
+    mech = _mechanism(slug)
     flags = ["--speculative-algorithm", algorithm]
-    if slug in SGLANG_NEEDS_MODEL:
-        flags += ["--speculative-draft-model-path", _placeholder(slug, scenario)]
-    if slug in SGLANG_CHAIN:
-        # A chain of D drafts: topk 1, and then num_draft_tokens = num_steps + 1 (docs @067ad4d).
-        flags += ["--speculative-num-steps", str(draft_len), "--speculative-eagle-topk", "1",
-                  "--speculative-num-draft-tokens", str(draft_len + 1)]
-    elif slug == "dflash":
-        # server_args.py: DFLASH's block size is the verify window (= D drafts + 1 bonus token);
-        # --speculative-dflash-block-size is an alias of --speculative-num-draft-tokens.
-        flags += ["--speculative-num-draft-tokens", str(draft_len + 1)]
-    elif slug == "dspark":
-        # server_args.py: "--speculative-dspark-block-size: draft block size gamma (number of
-        # proposed draft tokens) … sets --speculative-num-draft-tokens = gamma + 1".
-        flags += ["--speculative-dspark-block-size", str(draft_len)]
-    elif slug == "ngram":
-        # A chain, as the cost model assumes: BFS breadth 1; D drafts + the last verified token.
-        flags += ["--speculative-num-draft-tokens", str(draft_len + 1),
-                  "--speculative-ngram-max-bfs-breadth", "1"]
+    if mech.needs_draft_weights:
+        flags += ["--speculative-draft-model-path", _placeholder(mech, scenario)]
+    flags += draft_len_flags(draft_len)
     notes = ["A batch-size → draft-length schedule and a batch cut-off for speculation are not "
              "supported by SGLang (server_args.py @001067f has only --speculative-adaptive, "
              f"which tunes steps by acceptance rate, not by batch): D is fixed at {draft_len}."]
@@ -273,8 +314,9 @@ def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: S
         notes.append(f"Speculation stops paying above B = {switch_off}: cap this deployment at "
                      f"--max-running-requests {switch_off}, or serve larger batches from a "
                      "deployment without speculation.")
-    if slug == "mtp":
-        notes.append("NEXTN needs a target checkpoint that ships MTP layers (no draft path).")
+    if mech.uses_target_mtp_layers:
+        notes.append(f"{algorithm} needs a target checkpoint that ships MTP layers (no draft "
+                     "path).")
     return SglangConfig(flags=flags, cli=" ".join(shlex.quote(f) for f in flags), notes=notes)
 
 
@@ -285,15 +327,16 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
     if decoding_type is None:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             f"'{slug}' is not supported by TensorRT-LLM (no decoding_type)."])
-    if _is_amd(scenario):
+    if resolve(scenario).hardware.vendor not in TRTLLM_VENDORS:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             f"{scenario.hardware} is not supported by TensorRT-LLM (NVIDIA GPUs only)."])
     if not enabled or draft_len < 1:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             "Speculation does not pay here: leave speculative_config unset."])
+    mech = _mechanism(slug)
     spec: dict[str, Any] = {"decoding_type": decoding_type, "max_draft_len": draft_len}
-    if slug in TRTLLM_NEEDS_MODEL:
-        spec["speculative_model"] = _placeholder(slug, scenario)
+    if mech.needs_draft_weights:
+        spec["speculative_model"] = _placeholder(mech, scenario)
     notes: list[str] = []
     positive = {mb: d for mb, d in schedule if d > 0}
     if slug in TRTLLM_SCHEDULE_UNSUPPORTED:
@@ -306,11 +349,11 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
         spec["draft_len_schedule"] = positive
         notes.append("draft_len_schedule keys are batch-size upper bounds (llm_args.py @0004396); "
                      "releases before that read them as lower thresholds — check yours.")
-    if slug == "mtp":
-        notes.append("MTP needs a target checkpoint that ships MTP layers (docs: DeepSeek).")
-    if slug == "external":
-        notes.append("decoding_type DraftTarget is the YAML name in the docs; the class "
-                     "DraftTargetDecodingConfig spells its literal 'Draft_Target' at @0004396.")
+    if mech.uses_target_mtp_layers:
+        notes.append(f"{decoding_type} needs a target checkpoint that ships MTP layers (docs: "
+                     "DeepSeek).")
+    if slug in TRTLLM_NOTES:
+        notes.append(TRTLLM_NOTES[slug])
     config = {"speculative_config": spec}
     return TensorRTLLMConfig(config=config, yaml=to_yaml(config), notes=notes)
 
@@ -398,7 +441,7 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
     if scenario.verify_width is not None and scenario.verify_width > 1 + scenario.draft_len:
         notes.append(f"Tree verification (W = {scenario.verify_width}) is not mapped: the configs "
                      "use chain drafting (top-k 1).")
-    if slug in VLLM_NEEDS_MODEL:
+    if mech is not None and mech.needs_draft_weights:
         notes.append("Replace the <…> placeholders with the draft weights' local path or Hugging "
                      "Face id: the presets name no checkpoints.")
 

@@ -27,6 +27,7 @@ from explorer.export.engine_configs import (
     trtllm_config,
     vllm_config,
 )
+from explorer.presets import mechanism_presets
 from explorer.specs.scenario import Acceptance
 
 MECHANISMS = ["external", "mtp", "eagle3", "dflash", "dspark", "ngram"]
@@ -266,6 +267,32 @@ def test_tensorrt_llm_yaml_parses_back_to_the_config(mechanism: str):
     ec = engine_configs(Scenario(**SMALL), mechanism)  # type: ignore[arg-type]
     assert ec.tensorrt_llm.config is not None
     assert yaml.safe_load(ec.tensorrt_llm.yaml) == ec.tensorrt_llm.config
+
+
+def test_engine_tables_name_only_preset_mechanisms():
+    """A mechanism is a data/mechanisms.csv row plus these engine-name entries (SOURCES.md)."""
+    from explorer.export import engine_configs as ec
+
+    slugs = set(mechanism_presets())
+    for table in (ec.VLLM_METHOD, ec.SGLANG_ALGORITHM, ec.SGLANG_DRAFT_LEN_FLAGS,
+                  ec.TRTLLM_DECODING_TYPE):
+        assert set(table) == slugs
+    for extra in (ec.VLLM_NOTES, ec.SGLANG_NVIDIA_ONLY, ec.TRTLLM_NOTES,
+                  ec.TRTLLM_SCHEDULE_UNSUPPORTED):
+        assert set(extra) <= slugs
+
+
+def test_draft_weights_and_mtp_notes_follow_the_mechanism_spec():
+    sc = Scenario(**SMALL)  # type: ignore[arg-type]
+    for slug, mech in mechanism_presets().items():
+        ec = engine_configs(sc, slug)
+        assert ec.vllm.speculative_config is not None
+        assert ("model" in ec.vllm.speculative_config) == mech.needs_draft_weights, slug
+        mtp_notes = [n for n in ec.vllm.notes + ec.sglang.notes + ec.tensorrt_llm.notes
+                     if "ships MTP layers" in n or "MTP layers." in n]
+        assert len(mtp_notes) == (3 if mech.uses_target_mtp_layers else 0), slug
+        if mech.draft_checkpoint:
+            assert ec.vllm.speculative_config["model"].startswith(f"<{mech.draft_checkpoint} for")
 
 
 def test_engine_configs_module_imports_no_ui():
