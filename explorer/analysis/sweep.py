@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from explorer.analysis.candidate import candidate
+from explorer.analysis.frontier import draft_len_range
 from explorer.base.errors import ScenarioError
 from explorer.model.grid import scenario_model
 from explorer.model.layers import COMPONENTS
@@ -54,3 +55,13 @@ def sweep(
                     cols[f"{part}_{c}_s"] = np.broadcast_to(bd[c], bb.shape).ravel()
         frames.append(pd.DataFrame(cols))
     return pd.concat(frames, ignore_index=True)
+
+
+# The sweep the Export tab offers: B = 1, 2, 4 … 4096 (the page's batch axis) × every D.
+DEFAULT_SWEEP_BATCHES: tuple[int, ...] = tuple(2**i for i in range(13))
+
+
+def default_sweep(scenario: Scenario) -> pd.DataFrame:
+    """B = 1, 2, 4 … 4096 × D = 0 … the mechanism's maximum, at the scenario's other values."""
+    d = [int(x) for x in draft_len_range(scenario)]
+    return sweep(scenario, batch=list(DEFAULT_SWEEP_BATCHES), draft_len=d)
