@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from explorer.analysis.candidate import candidate
-from explorer.analysis.frontier import draft_len_range
+from explorer.analysis.frontier import DEFAULT_BATCHES, draft_len_range
 from explorer.base.errors import ScenarioError
 from explorer.model.grid import scenario_model
 from explorer.model.layers import COMPONENTS
@@ -57,8 +57,9 @@ def sweep(
     return pd.concat(frames, ignore_index=True)
 
 
-# The sweep the Export tab offers: B = 1, 2, 4 … 4096 (the page's batch axis) × every D.
-DEFAULT_SWEEP_BATCHES: tuple[int, ...] = tuple(2**i for i in range(13))
+# The sweep the Export tab offers: B = 1, 2, 4 … the page's largest batch (4096) × every D.
+DEFAULT_SWEEP_BATCHES: tuple[int, ...] = tuple(
+    2**i for i in range(int(DEFAULT_BATCHES[-1]).bit_length()))
 
 
 def default_sweep(scenario: Scenario) -> pd.DataFrame:
