@@ -24,10 +24,8 @@ from pydantic import BaseModel, ConfigDict
 from explorer.analysis.candidate import candidate
 from explorer.analysis.frontier import DEFAULT_BATCHES, best_draft_len
 from explorer.analysis.recommend import RankedOption, recommend
-from explorer.base.errors import ScenarioError
-from explorer.model.resolve import resolve
+from explorer.model.resolve import Resolved, resolve
 from explorer.presets import mechanism_presets, model_presets
-from explorer.specs.mechanism import MechanismSpec
 from explorer.specs.scenario import Scenario
 
 # The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.
@@ -224,13 +222,6 @@ def draft_len_at(schedule: list[tuple[int, int]], batch: int) -> int:
     return 0
 
 
-def _mechanism(slug: str) -> MechanismSpec:
-    mechanisms = mechanism_presets()
-    if slug not in mechanisms:
-        raise ScenarioError("mechanism", f"unknown preset '{slug}'; known: {', '.join(mechanisms)}")
-    return mechanisms[slug]
-
-
 def _runs(batches: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
     """Consecutive equal values → (last batch of the run, value)."""
     change = np.nonzero(np.diff(values))[0]
@@ -238,9 +229,14 @@ def _runs(batches: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> list
     return [(int(batches[i]), int(values[i])) for i in ends]
 
 
-def _placeholder(mech: MechanismSpec, scenario: Scenario) -> str:
+def _resolved(scenario: Scenario, slug: str) -> Resolved:
+    """The presets behind `slug` at this operating point (what the mechanism and GPU are)."""
+    return resolve(candidate(scenario, slug))
+
+
+def _placeholder(r: Resolved) -> str:
     """Where the user puts the draft weights' path: named after the model the cost model used."""
-    r = resolve(scenario)
+    mech = r.mechanism
     if mech.needs_draft_model:
         draft = r.draft_model
         name = draft.name if draft is not None else f"draft model for {r.model.name}"
@@ -259,10 +255,11 @@ def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scen
     if not enabled or draft_len < 1:
         return VllmConfig(speculative_config=None, cli="", notes=[
             "Speculation does not pay here: leave --speculative-config unset."])
-    mech = _mechanism(slug)
+    r = _resolved(scenario, slug)
+    mech = r.mechanism
     cfg: dict[str, Any] = {"method": method}
     if mech.needs_draft_weights:
-        cfg["model"] = _placeholder(mech, scenario)
+        cfg["model"] = _placeholder(r)
     cfg["num_speculative_tokens"] = draft_len
     notes: list[str] = []
     if any(d != draft_len for _, d in schedule):
@@ -294,7 +291,8 @@ def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: S
     if algorithm is None or draft_len_flags is None:
         return SglangConfig(flags=[], cli="", notes=[
             f"'{slug}' is not supported by SGLang (no speculative algorithm)."])
-    vendor = resolve(scenario).hardware.vendor
+    r = _resolved(scenario, slug)
+    vendor = r.hardware.vendor
     if slug in SGLANG_NVIDIA_ONLY and vendor != "nvidia":
         return SglangConfig(flags=[], cli="", notes=[
             f"{algorithm} is not supported by SGLang on {vendor.upper()} GPUs "
@@ -302,10 +300,10 @@ def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: S
     if not enabled or draft_len < 1:
         return SglangConfig(flags=[], cli="",
                             notes=["Speculation does not pay here: leave --speculative-* unset."])
-    mech = _mechanism(slug)
+    mech = r.mechanism
     flags = ["--speculative-algorithm", algorithm]
     if mech.needs_draft_weights:
-        flags += ["--speculative-draft-model-path", _placeholder(mech, scenario)]
+        flags += ["--speculative-draft-model-path", _placeholder(r)]
     flags += draft_len_flags(draft_len)
     notes = ["A batch-size → draft-length schedule and a batch cut-off for speculation are not "
              "supported by SGLang (server_args.py @001067f has only --speculative-adaptive, "
@@ -327,16 +325,17 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
     if decoding_type is None:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             f"'{slug}' is not supported by TensorRT-LLM (no decoding_type)."])
-    if resolve(scenario).hardware.vendor not in TRTLLM_VENDORS:
+    r = _resolved(scenario, slug)
+    if r.hardware.vendor not in TRTLLM_VENDORS:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             f"{scenario.hardware} is not supported by TensorRT-LLM (NVIDIA GPUs only)."])
     if not enabled or draft_len < 1:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             "Speculation does not pay here: leave speculative_config unset."])
-    mech = _mechanism(slug)
+    mech = r.mechanism
     spec: dict[str, Any] = {"decoding_type": decoding_type, "max_draft_len": draft_len}
     if mech.needs_draft_weights:
-        spec["speculative_model"] = _placeholder(mech, scenario)
+        spec["speculative_model"] = _placeholder(r)
     notes: list[str] = []
     positive = {mb: d for mb, d in schedule if d > 0}
     if slug in TRTLLM_SCHEDULE_UNSUPPORTED:
