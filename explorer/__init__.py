@@ -3,7 +3,7 @@
 The same operations as the CLI and the UI, as functions on the `Scenario` model:
 
     from explorer import Scenario, evaluate, recommend, gemm_time, attention_time
-    from explorer.analysis.frontier import sweep
+    from explorer import best_draft_len, pareto, sweep
     evaluate(Scenario(hardware="h200", model="llama-3.1-70b", batch=8, draft_len=3))
 """
 

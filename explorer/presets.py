@@ -59,6 +59,7 @@ def hardware_presets() -> dict[str, HardwareSpec]:
         out[r["slug"]] = HardwareSpec(
             slug=r["slug"],
             name=r["name"],
+            vendor=r["vendor"],
             bf16_flops_per_s=float(r["bf16_dense_tflops"]) * 1e12,
             fp8_flops_per_s=fp8 * 1e12 if fp8 else None,
             fp4_flops_per_s=fp4 * 1e12 if fp4 else None,
@@ -124,6 +125,9 @@ def mechanism_presets() -> dict[str, MechanismSpec]:
             serial_head_layer_fraction=_num(r["serial_head_layer_fraction"]) or 0.0,
             draft_vocab=_int(r["draft_vocab"]),
             lookup_time_s=(lookup_us or 0.0) * 1e-6,
+            draft_weights=r["draft_weights"],
+            fused_target_layers=_int(r["fused_target_layers"]) or 0,
+            draft_checkpoint=r["draft_checkpoint"],
             first_rate=float(r["first_rate"]),
             decay=float(r["decay"]),
             prior_source=r["prior_source"],

@@ -20,34 +20,49 @@ def draft_len_range(scenario: Scenario, d_max: int | None = None) -> npt.NDArray
 
 
 class BestDraftLen(BaseModel):
+    """Best D per B, two ways, and the batches where speculation and memory stop.
+
+    `best_*` is the point to run (among those that fit in memory); `speed_best_*` ignores memory,
+    as the break-even batch and the engines' batch → D schedules do (memory is reported on its
+    own, in `max_batch_in_memory`). The Explorer page and the exported schedule both read this.
+    """
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     batch: list[int]
-    best_draft_len: list[int]
+    best_draft_len: list[int]  # among points that fit (0 = plain decoding, also when none fits)
     best_speedup: list[float]
-    acceptance_length: list[float]
+    acceptance_length: list[float]  # at best_draft_len
+    speed_best_draft_len: list[int]  # by speed alone
+    speed_best_speedup: list[float]
     break_even_batch: int | None  # smallest B from which no D ≥ 1 beats plain decoding
     max_batch_in_memory: int | None  # largest B of the grid whose plain decoding fits
+
+
+def _argmax_d(speedup: FloatArray) -> tuple[npt.NDArray[np.intp], FloatArray]:
+    """Per row, the column of the largest speedup (ties: smallest D) and its value."""
+    idx = np.argmax(speedup, axis=1)
+    return idx, speedup[np.arange(speedup.shape[0]), idx]
 
 
 def best_draft_len(
     scenario: Scenario, batches: npt.ArrayLike | None = None, d_max: int | None = None
 ) -> BestDraftLen:
-    """For each B, the D (0 = no speculation) that maximises speedup among points that fit."""
+    """For each B, the D (0 = no speculation) that maximises speedup: among points that fit in
+    memory, and by speed alone; the break-even batch; the largest batch that fits."""
     m = scenario_model(scenario)
     b = np.asarray(DEFAULT_BATCHES if batches is None else batches, dtype=np.int64)
     d = draft_len_range(scenario, d_max)
     g = m.grid(b[:, None], d[None, :])
-    sp = np.where(np.isfinite(g.speedup) & g.fits_in_memory, g.speedup, -np.inf)
-    sp[:, 0] = 1.0  # D = 0 is plain decoding
-    idx = np.argmax(sp, axis=1)
-    best = sp[np.arange(len(b)), idx]
-    # Break-even is a question of speed alone: memory limits are reported on their own.
     speed = np.where(np.isfinite(g.speedup), g.speedup, -np.inf)
-    spec_best = speed[:, 1:].max(axis=1) if sp.shape[1] > 1 else np.full(len(b), -np.inf)
-    losing = np.nonzero(spec_best <= 1.0)[0]
-    # Break-even: first B from which speculation no longer pays at any larger B in the grid.
-    paying = spec_best > 1.0
+    speed[:, 0] = 1.0  # D = 0 is plain decoding
+    fitting_speed = np.where(g.fits_in_memory, speed, -np.inf)
+    fitting_speed[:, 0] = 1.0
+    idx, best = _argmax_d(fitting_speed)
+    speed_idx, speed_best = _argmax_d(speed)
+    # Break-even: the first B from which no D ≥ 1 pays at this or any larger B of the grid.
+    paying = speed_best > 1.0
+    losing = np.nonzero(~paying)[0]
     break_even: int | None = None
     if losing.size and not paying[losing[0]:].any():
         break_even = int(b[losing[0]])
@@ -58,6 +73,8 @@ def best_draft_len(
         best_draft_len=[int(d[i]) for i in idx],
         best_speedup=[float(x) for x in best],
         acceptance_length=[float(x) for x in al],
+        speed_best_draft_len=[int(d[i]) for i in speed_idx],
+        speed_best_speedup=[float(x) for x in speed_best],
         break_even_batch=break_even,
         max_batch_in_memory=int(b[fitting[-1]]) if fitting.size else None,
     )

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from explorer.analysis.candidate import candidate
 from explorer.analysis.guidelines import Guideline, guidelines
 from explorer.base.errors import ScenarioError
 from explorer.model.grid import scenario_model
 from explorer.presets import mechanism_presets
-from explorer.specs.scenario import Acceptance, Scenario
+from explorer.specs.scenario import Scenario
 
 
 class RankedOption(BaseModel):
@@ -37,13 +38,6 @@ class Recommendation(BaseModel):
     guidelines: list[Guideline]
     explanation: str
     unavailable: dict[str, str]
-
-
-def candidate(scenario: Scenario, slug: str) -> Scenario:
-    """The same operating point with another mechanism: its own prior acceptance."""
-    if slug == scenario.mechanism:
-        return scenario
-    return scenario.model_copy(update={"mechanism": slug, "acceptance": Acceptance(), "rho": None})
 
 
 def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recommendation:

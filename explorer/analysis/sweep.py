@@ -7,10 +7,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from explorer.analysis.candidate import candidate
+from explorer.analysis.frontier import DEFAULT_BATCHES, draft_len_range
 from explorer.base.errors import ScenarioError
 from explorer.model.grid import scenario_model
 from explorer.model.layers import COMPONENTS
-from explorer.specs.scenario import Acceptance, Scenario
+from explorer.specs.scenario import Scenario
 
 FIGURES = (
     "speedup", "acceptance_length", "t_verif_base_s", "t_verif_spec_s", "t_draft_s",
@@ -34,10 +36,7 @@ def sweep(
     s = np.asarray(context or [scenario.context], dtype=np.float64)
     frames = []
     for slug in mechanism or [scenario.mechanism]:
-        cand = scenario
-        if slug != scenario.mechanism:
-            cand = scenario.model_copy(update={"mechanism": slug, "acceptance": Acceptance()})
-        m = scenario_model(cand)
+        m = scenario_model(candidate(scenario, slug))
         g = np.asarray(group or [m.r.group], dtype=np.float64)
         for gv in g:
             if m.r.model.attention_kind == "gqa" and m.r.model.q_heads % gv:
@@ -56,3 +55,14 @@ def sweep(
                     cols[f"{part}_{c}_s"] = np.broadcast_to(bd[c], bb.shape).ravel()
         frames.append(pd.DataFrame(cols))
     return pd.concat(frames, ignore_index=True)
+
+
+# The sweep the Export tab offers: B = 1, 2, 4 … the page's largest batch (4096) × every D.
+DEFAULT_SWEEP_BATCHES: tuple[int, ...] = tuple(
+    2**i for i in range(int(DEFAULT_BATCHES[-1]).bit_length()))
+
+
+def default_sweep(scenario: Scenario) -> pd.DataFrame:
+    """B = 1, 2, 4 … 4096 × D = 0 … the mechanism's maximum, at the scenario's other values."""
+    d = [int(x) for x in draft_len_range(scenario)]
+    return sweep(scenario, batch=list(DEFAULT_SWEEP_BATCHES), draft_len=d)

@@ -6,27 +6,31 @@ speculative-decoding options. Every option name was checked against the engine's
 docs; the source sits in a comment beside each mapping and in the `source` field of the output.
 Where an engine cannot express something, the output says so in a note instead of inventing a flag.
 
-Core module: numpy + pydantic only (no streamlit, no plotly).
+Core module: numpy, pydantic and PyYAML only (no streamlit, no plotly).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import yaml
 from pydantic import BaseModel, ConfigDict
 
-from explorer.analysis.frontier import draft_len_range
+from explorer.analysis.candidate import candidate
+from explorer.analysis.frontier import DEFAULT_BATCHES, best_draft_len
 from explorer.analysis.recommend import RankedOption, recommend
-from explorer.model.grid import scenario_model
+from explorer.model.resolve import Resolved, resolve
 from explorer.presets import mechanism_presets, model_presets
-from explorer.specs.scenario import Acceptance, Scenario
+from explorer.specs.scenario import Scenario
 
-DEFAULT_MAX_BATCH = 4096
+# The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.
+DEFAULT_MAX_BATCH = int(DEFAULT_BATCHES[-1])
+YAML_LINE_WIDTH = 1 << 16  # characters
 
 # --- where each option name comes from -------------------------------------------------------
 VLLM_SOURCE = (
@@ -59,6 +63,11 @@ TRTLLM_SOURCE = (
     "@00b6d5a25c30b4382d24fbdf52956d601b3ffd24 (support_dynamic_draft_len excludes DSpark)"
 )
 
+# Engine tables, keyed by mechanism slug: each engine's own names and the facts about one engine.
+# What a mechanism *is* (does it need draft weights, the target's MTP layers, …) comes from its
+# MechanismSpec (data/mechanisms.csv) and what a GPU is from its HardwareSpec (data/hardware.csv).
+# A new mechanism is a row there plus its entries here; without them an engine says "not supported".
+
 # --- vLLM: speculative_config["method"] per mechanism ----------------------------------------
 # vllm/config/speculative.py @002e77c: SpeculativeMethod = "ngram" | "draft_model" | "eagle3" |
 # "mtp" | "dflash" | "dspark" | … ; method "mtp" with no "model" loads the target's own MTP layers.
@@ -70,7 +79,9 @@ VLLM_METHOD: dict[str, str] = {
     "dspark": "dspark",
     "ngram": "ngram",
 }
-VLLM_NEEDS_MODEL = {"external", "eagle3", "dflash", "dspark"}
+VLLM_NOTES: dict[str, str] = {
+    "ngram": "vLLM sets prompt_lookup_min/max to 5 when both are unset.",
+}
 
 # --- SGLang: --speculative-algorithm per mechanism --------------------------------------------
 # python/sglang/srt/server_args.py @001067f: "Builtins: EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM,
@@ -83,8 +94,45 @@ SGLANG_ALGORITHM: dict[str, str] = {
     "dspark": "DSPARK",
     "ngram": "NGRAM",
 }
-SGLANG_NEEDS_MODEL = {"external", "eagle3", "dflash", "dspark"}
-SGLANG_CHAIN = {"external", "mtp", "eagle3"}  # num-steps / eagle-topk / num-draft-tokens
+
+
+def _sglang_chain(d: int) -> list[str]:
+    # A chain of D drafts: topk 1, and then num_draft_tokens = num_steps + 1 (docs @067ad4d).
+    return ["--speculative-num-steps", str(d), "--speculative-eagle-topk", "1",
+            "--speculative-num-draft-tokens", str(d + 1)]
+
+
+def _sglang_dflash(d: int) -> list[str]:
+    # server_args.py: DFLASH's block size is the verify window (= D drafts + 1 bonus token);
+    # --speculative-dflash-block-size is an alias of --speculative-num-draft-tokens.
+    return ["--speculative-num-draft-tokens", str(d + 1)]
+
+
+def _sglang_dspark(d: int) -> list[str]:
+    # server_args.py: "--speculative-dspark-block-size: draft block size gamma (number of
+    # proposed draft tokens) … sets --speculative-num-draft-tokens = gamma + 1".
+    return ["--speculative-dspark-block-size", str(d)]
+
+
+def _sglang_ngram(d: int) -> list[str]:
+    # A chain, as the cost model assumes: BFS breadth 1; D drafts + the last verified token.
+    return ["--speculative-num-draft-tokens", str(d + 1), "--speculative-ngram-max-bfs-breadth",
+            "1"]
+
+
+# The flags that set D for each algorithm.
+SGLANG_DRAFT_LEN_FLAGS: dict[str, Callable[[int], list[str]]] = {
+    "external": _sglang_chain,
+    "mtp": _sglang_chain,
+    "eagle3": _sglang_chain,
+    "dflash": _sglang_dflash,
+    "dspark": _sglang_dspark,
+    "ngram": _sglang_ngram,
+}
+# Algorithms SGLang runs on NVIDIA (CUDA) GPUs only, with the reason.
+SGLANG_NVIDIA_ONLY: dict[str, str] = {
+    "ngram": "docs: ngram speculative decoding only supports CUDA",
+}
 
 # --- TensorRT-LLM: speculative_config.decoding_type per mechanism -----------------------------
 # docs/source/features/speculative-decoding.md @04c8822 lists the YAML names MTP, Eagle3, NGram,
@@ -98,14 +146,14 @@ TRTLLM_DECODING_TYPE: dict[str, str] = {
     "dspark": "DSpark",
     "ngram": "NGram",
 }
-TRTLLM_NEEDS_MODEL = {"external", "eagle3", "dflash", "dspark"}
+TRTLLM_VENDORS = frozenset({"nvidia"})  # TensorRT-LLM runs on NVIDIA GPUs only
 # interface.py @00b6d5a: support_dynamic_draft_len() is MTP one-model, Eagle3 one-model, PARD,
 # DFlash, DraftTarget one-model, SA; the NGram drafter takes draft_len_schedule on its own
 # (NGramDrafter(..., draft_len_schedule=spec_config.draft_len_schedule)). DSpark has neither.
-TRTLLM_SCHEDULE_UNSUPPORTED = {"dspark"}
-
-PLACEHOLDER_OF = {
-    "eagle3": "EAGLE-3 head", "dflash": "DFlash draft model", "dspark": "DSpark draft model",
+TRTLLM_SCHEDULE_UNSUPPORTED = frozenset({"dspark"})
+TRTLLM_NOTES: dict[str, str] = {
+    "external": "decoding_type DraftTarget is the YAML name in the docs; the class "
+                "DraftTargetDecodingConfig spells its literal 'Draft_Target' at @0004396.",
 }
 
 
@@ -174,27 +222,6 @@ def draft_len_at(schedule: list[tuple[int, int]], batch: int) -> int:
     return 0
 
 
-def _candidate(scenario: Scenario, slug: str) -> Scenario:
-    """The same operating point with another mechanism and its own prior (as recommend() does)."""
-    if slug == scenario.mechanism:
-        return scenario
-    return scenario.model_copy(update={"mechanism": slug, "acceptance": Acceptance(), "rho": None})
-
-
-def _speed_best(scenario: Scenario, batches: npt.NDArray[np.int64]
-                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], int | None]:
-    """Best D per B by speed alone (D = 0 is plain decoding at 1×), and the memory limit."""
-    m = scenario_model(scenario)
-    d = draft_len_range(scenario)
-    g = m.grid(batches[:, None].astype(np.float64), d[None, :].astype(np.float64))
-    sp = np.where(np.isfinite(g.speedup), g.speedup, -np.inf)
-    sp[:, 0] = 1.0
-    idx = np.argmax(sp, axis=1)
-    fitting = np.nonzero(np.asarray(g.fits_in_memory)[:, 0])[0]
-    max_fit = int(batches[fitting[-1]]) if fitting.size else None
-    return d[idx].astype(np.int64), sp[np.arange(len(batches)), idx], max_fit
-
-
 def _runs(batches: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
     """Consecutive equal values → (last batch of the run, value)."""
     change = np.nonzero(np.diff(values))[0]
@@ -202,19 +229,20 @@ def _runs(batches: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> list
     return [(int(batches[i]), int(values[i])) for i in ends]
 
 
-def _placeholder(slug: str, scenario: Scenario) -> str:
-    models = model_presets()
-    target = models[scenario.model].name if scenario.model in models else scenario.model
-    if slug == "external":
-        draft = scenario.draft_model
-        name = models[draft].name if draft in models else (draft or f"draft model for {target}")
+def _resolved(scenario: Scenario, slug: str) -> Resolved:
+    """The presets behind `slug` at this operating point (what the mechanism and GPU are)."""
+    return resolve(candidate(scenario, slug))
+
+
+def _placeholder(r: Resolved) -> str:
+    """Where the user puts the draft weights' path: named after the model the cost model used."""
+    mech = r.mechanism
+    if mech.needs_draft_model:
+        draft = r.draft_model
+        name = draft.name if draft is not None else f"draft model for {r.model.name}"
         return f"<{name}: local path or Hugging Face id>"
-    what = PLACEHOLDER_OF.get(slug, "draft weights")
-    return f"<{what} for {target}: local path or Hugging Face id>"
-
-
-def _is_amd(scenario: Scenario) -> bool:
-    return scenario.hardware.lower().startswith("mi")  # mi300x: the only AMD preset
+    what = mech.draft_checkpoint or "draft weights"
+    return f"<{what} for {r.model.name}: local path or Hugging Face id>"
 
 
 def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scenario: Scenario,
@@ -227,9 +255,11 @@ def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scen
     if not enabled or draft_len < 1:
         return VllmConfig(speculative_config=None, cli="", notes=[
             "Speculation does not pay here: leave --speculative-config unset."])
+    r = _resolved(scenario, slug)
+    mech = r.mechanism
     cfg: dict[str, Any] = {"method": method}
-    if slug in VLLM_NEEDS_MODEL:
-        cfg["model"] = _placeholder(slug, scenario)
+    if mech.needs_draft_weights:
+        cfg["model"] = _placeholder(r)
     cfg["num_speculative_tokens"] = draft_len
     notes: list[str] = []
     if any(d != draft_len for _, d in schedule):
@@ -244,10 +274,11 @@ def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scen
         notes.append("num_speculative_tokens_per_batch_size (dynamic speculative decoding) is in "
                      "recent vLLM main (checked @002e77c); older releases reject the key — drop "
                      "it there and speculate at a fixed D.")
-    if slug == "ngram":
-        notes.append("vLLM sets prompt_lookup_min/max to 5 when both are unset.")
-    if slug == "mtp":
-        notes.append("method 'mtp' without 'model' reuses the target checkpoint's MTP layers.")
+    if slug in VLLM_NOTES:
+        notes.append(VLLM_NOTES[slug])
+    if mech.uses_target_mtp_layers:
+        notes.append(f"method '{method}' without 'model' reuses the target checkpoint's MTP "
+                     "layers.")
     cli = "--speculative-config " + shlex.quote(json.dumps(cfg, separators=(",", ":")))
     return VllmConfig(speculative_config=cfg, cli=cli, notes=notes)
 
@@ -256,35 +287,24 @@ def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: S
                   enabled: bool = True) -> SglangConfig:
     """SGLang launch flags for a mechanism; notes for what SGLang cannot express."""
     algorithm = SGLANG_ALGORITHM.get(slug)
-    if algorithm is None:
+    draft_len_flags = SGLANG_DRAFT_LEN_FLAGS.get(slug)
+    if algorithm is None or draft_len_flags is None:
         return SglangConfig(flags=[], cli="", notes=[
             f"'{slug}' is not supported by SGLang (no speculative algorithm)."])
-    if slug == "ngram" and _is_amd(scenario):
+    r = _resolved(scenario, slug)
+    vendor = r.hardware.vendor
+    if slug in SGLANG_NVIDIA_ONLY and vendor != "nvidia":
         return SglangConfig(flags=[], cli="", notes=[
-            "NGRAM is not supported by SGLang on AMD GPUs (docs: ngram speculative decoding "
-            "only supports CUDA)."])
+            f"{algorithm} is not supported by SGLang on {vendor.upper()} GPUs "
+            f"({SGLANG_NVIDIA_ONLY[slug]})."])
     if not enabled or draft_len < 1:
         return SglangConfig(flags=[], cli="",
                             notes=["Speculation does not pay here: leave --speculative-* unset."])
+    mech = r.mechanism
     flags = ["--speculative-algorithm", algorithm]
-    if slug in SGLANG_NEEDS_MODEL:
-        flags += ["--speculative-draft-model-path", _placeholder(slug, scenario)]
-    if slug in SGLANG_CHAIN:
-        # A chain of D drafts: topk 1, and then num_draft_tokens = num_steps + 1 (docs @067ad4d).
-        flags += ["--speculative-num-steps", str(draft_len), "--speculative-eagle-topk", "1",
-                  "--speculative-num-draft-tokens", str(draft_len + 1)]
-    elif slug == "dflash":
-        # server_args.py: DFLASH's block size is the verify window (= D drafts + 1 bonus token);
-        # --speculative-dflash-block-size is an alias of --speculative-num-draft-tokens.
-        flags += ["--speculative-num-draft-tokens", str(draft_len + 1)]
-    elif slug == "dspark":
-        # server_args.py: "--speculative-dspark-block-size: draft block size gamma (number of
-        # proposed draft tokens) … sets --speculative-num-draft-tokens = gamma + 1".
-        flags += ["--speculative-dspark-block-size", str(draft_len)]
-    elif slug == "ngram":
-        # A chain, as the cost model assumes: BFS breadth 1; D drafts + the last verified token.
-        flags += ["--speculative-num-draft-tokens", str(draft_len + 1),
-                  "--speculative-ngram-max-bfs-breadth", "1"]
+    if mech.needs_draft_weights:
+        flags += ["--speculative-draft-model-path", _placeholder(r)]
+    flags += draft_len_flags(draft_len)
     notes = ["A batch-size → draft-length schedule and a batch cut-off for speculation are not "
              "supported by SGLang (server_args.py @001067f has only --speculative-adaptive, "
              f"which tunes steps by acceptance rate, not by batch): D is fixed at {draft_len}."]
@@ -292,8 +312,9 @@ def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: S
         notes.append(f"Speculation stops paying above B = {switch_off}: cap this deployment at "
                      f"--max-running-requests {switch_off}, or serve larger batches from a "
                      "deployment without speculation.")
-    if slug == "mtp":
-        notes.append("NEXTN needs a target checkpoint that ships MTP layers (no draft path).")
+    if mech.uses_target_mtp_layers:
+        notes.append(f"{algorithm} needs a target checkpoint that ships MTP layers (no draft "
+                     "path).")
     return SglangConfig(flags=flags, cli=" ".join(shlex.quote(f) for f in flags), notes=notes)
 
 
@@ -304,15 +325,17 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
     if decoding_type is None:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             f"'{slug}' is not supported by TensorRT-LLM (no decoding_type)."])
-    if _is_amd(scenario):
+    r = _resolved(scenario, slug)
+    if r.hardware.vendor not in TRTLLM_VENDORS:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             f"{scenario.hardware} is not supported by TensorRT-LLM (NVIDIA GPUs only)."])
     if not enabled or draft_len < 1:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             "Speculation does not pay here: leave speculative_config unset."])
+    mech = r.mechanism
     spec: dict[str, Any] = {"decoding_type": decoding_type, "max_draft_len": draft_len}
-    if slug in TRTLLM_NEEDS_MODEL:
-        spec["speculative_model"] = _placeholder(slug, scenario)
+    if mech.needs_draft_weights:
+        spec["speculative_model"] = _placeholder(r)
     notes: list[str] = []
     positive = {mb: d for mb, d in schedule if d > 0}
     if slug in TRTLLM_SCHEDULE_UNSUPPORTED:
@@ -325,47 +348,20 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
         spec["draft_len_schedule"] = positive
         notes.append("draft_len_schedule keys are batch-size upper bounds (llm_args.py @0004396); "
                      "releases before that read them as lower thresholds — check yours.")
-    if slug == "mtp":
-        notes.append("MTP needs a target checkpoint that ships MTP layers (docs: DeepSeek).")
-    if slug == "external":
-        notes.append("decoding_type DraftTarget is the YAML name in the docs; the class "
-                     "DraftTargetDecodingConfig spells its literal 'Draft_Target' at @0004396.")
+    if mech.uses_target_mtp_layers:
+        notes.append(f"{decoding_type} needs a target checkpoint that ships MTP layers (docs: "
+                     "DeepSeek).")
+    if slug in TRTLLM_NOTES:
+        notes.append(TRTLLM_NOTES[slug])
     config = {"speculative_config": spec}
     return TensorRTLLMConfig(config=config, yaml=to_yaml(config), notes=notes)
 
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
-
-
-def _scalar(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if v is None:
-        return "null"
-    if isinstance(v, int | float):
-        return json.dumps(v)
-    s = str(v)
-    if _PLAIN.match(s) and s.lower() not in _YAML_WORDS:
-        return s
-    return json.dumps(s, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
-
-
-def to_yaml(obj: dict[Any, Any], indent: int = 0) -> str:
-    """Block YAML for nested dicts and lists of scalars (all the engine configs need)."""
-    pad = "  " * indent
-    lines: list[str] = []
-    for k, v in obj.items():
-        key = _scalar(k)
-        if isinstance(v, dict):
-            lines.append(f"{pad}{key}:")
-            lines.append(to_yaml(v, indent + 1).rstrip("\n"))
-        elif isinstance(v, list):
-            lines.append(f"{pad}{key}:")
-            lines.extend(f"{pad}  - {_scalar(x)}" for x in v)
-        else:
-            lines.append(f"{pad}{key}: {_scalar(v)}")
-    return "\n".join(lines) + "\n"
+def to_yaml(obj: dict[Any, Any]) -> str:
+    """Block-style YAML that `yaml.safe_load` reads back to `obj` (keys kept in order)."""
+    # width: never fold a long placeholder string over two lines.
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True,
+                          width=YAML_LINE_WIDTH)
 
 
 def _best_for(options: list[RankedOption], slug: str) -> RankedOption | None:
@@ -387,12 +383,12 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
     slug = mechanism or (rec.best.mechanism if rec.best else scenario.mechanism)
     best = _best_for(rec.ranking, slug)
     pays = best is not None and best.speedup > 1.0
-    cand = _candidate(scenario, slug)
     top = max(max_batch, scenario.batch)
     batches = np.arange(1, top + 1, dtype=np.int64)
-    raw, speed, max_fit = _speed_best(cand, batches)
-    at = scenario.batch - 1
-    raw[at] = best.draft_len if (pays and best is not None) else 0  # agree with recommend() here
+    # One home for best D per B, the break-even batch and the memory limit: the Explorer page's.
+    frontier = best_draft_len(candidate(scenario, slug), batches)
+    raw = np.asarray(frontier.speed_best_draft_len, dtype=np.int64)
+    raw[scenario.batch - 1] = best.draft_len if (pays and best is not None) else 0  # = recommend()
     envelope = np.maximum.accumulate(raw[::-1])[::-1]
     cap = best.draft_len if (pays and best is not None) else int(envelope.max())
     sched_values = np.minimum(envelope, cap)
@@ -405,10 +401,8 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
         switch_off = None
     else:
         switch_off = int(batches[on[-1]])
-    losing = np.nonzero(speed <= 1.0)[0]
-    paying = speed > 1.0
-    break_even = (int(batches[losing[0]]) if losing.size and not paying[losing[0]:].any()
-                  else None)
+    break_even = frontier.break_even_batch
+    max_fit = frontier.max_batch_in_memory
     enabled = switch_off != 0 and cap > 0
 
     mech = mechanism_presets().get(slug)
@@ -446,7 +440,7 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
     if scenario.verify_width is not None and scenario.verify_width > 1 + scenario.draft_len:
         notes.append(f"Tree verification (W = {scenario.verify_width}) is not mapped: the configs "
                      "use chain drafting (top-k 1).")
-    if slug in VLLM_NEEDS_MODEL:
+    if mech is not None and mech.needs_draft_weights:
         notes.append("Replace the <…> placeholders with the draft weights' local path or Hugging "
                      "Face id: the presets name no checkpoints.")
 

@@ -13,10 +13,10 @@ from explorer.specs.mechanism import MechanismSpec
 def native_draft_layers(
     mech: MechanismSpec, target: ModelSpec, draft: ModelSpec | None
 ) -> float:
-    """L_draft of the mechanism (external: the draft model's layers)."""
+    """L_draft of the mechanism (a draft-model drafter: the draft model's layers)."""
     if mech.draft_style == "lookup":
         return 0.0
-    if mech.draft_layers is None:
+    if mech.draft_layers is None:  # a draft model (the spec ties this to needs_draft_model)
         return float(draft.layers) if draft is not None else 0.0
     return float(mech.draft_layers)
 
@@ -44,14 +44,14 @@ def draft_time(
         return zero
     scale = _f(layer_scale)
     if mech.draft_style == "chain":
-        if mech.draft_layers is None:  # external draft model: D full small-model steps
+        if mech.draft_layers is None:  # a draft model: D full small-model steps
             if draft_layers_model is None:
                 return {c: shape + np.nan for c in COMPONENTS}
             step = draft_layers_model.forward(b, one, s, include_step_overhead=False)
         else:
             step = target_layers.head_layers(
                 b, one, s, g, float(mech.draft_layers), mech.draft_vocab,
-                extra_fc=mech.slug == "eagle3",
+                fused_target_layers=mech.fused_target_layers,
             )
         return {c: shape + step[c] * d * scale for c in COMPONENTS}
     # Block drafters: one pass of draft_layers over the whole block of D tokens.

@@ -141,12 +141,10 @@ class ScenarioModel:
     def draft(self, batch: npt.ArrayLike, draft_len: npt.ArrayLike, context: npt.ArrayLike,
               group: npt.ArrayLike) -> Breakdown:
         mech = self.r.mechanism
-        if mech.draft_layers is None and mech.draft_style == "chain" and (
-            self.draft_layer_model is None
-        ):
+        if mech.needs_draft_model and self.draft_layer_model is None:
             raise ScenarioError(
                 "draft_model",
-                f"the external mechanism needs a draft model for {self.r.model.slug}; "
+                f"the {mech.slug} mechanism needs a draft model for {self.r.model.slug}; "
                 "pick one (e.g. --draft-model llama-3.2-1b)",
             )
         scale = 1.0

@@ -196,7 +196,7 @@ class LayerModel:
 
     def head_layers(
         self, batch: FloatArray, width: FloatArray, context: FloatArray, group: FloatArray,
-        layers: float, vocab: int | None, extra_fc: bool = False,
+        layers: float, vocab: int | None, fused_target_layers: int = 0,
     ) -> Breakdown:
         """`layers` layers of the target's dims plus an lm_head: an MTP/EAGLE/DFlash drafter.
 
@@ -210,8 +210,8 @@ class LayerModel:
         )
         shape = _zeros(b_w, context, group)
         gemm = shape + layers * (self.projection_gemms(n, group) + self.dense_mlp(n, ffn))
-        if extra_fc:  # EAGLE-3 fuses three target feature layers: (3h → h)
-            gemm = gemm + self._gemm(n, m.hidden, 3.0 * m.hidden)
+        if fused_target_layers:  # an FC fuses k target feature layers: (k·h → h), EAGLE-3: k = 3
+            gemm = gemm + self._gemm(n, m.hidden, float(fused_target_layers) * m.hidden)
         return {
             "gemm": gemm,
             "attention": shape + layers * self.attention(batch, width, context, group),

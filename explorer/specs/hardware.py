@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Dtype = Literal["bf16", "fp8", "fp4"]
+Vendor = Literal["nvidia", "amd"]
 BYTES_PER_ELEMENT: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
 
@@ -17,6 +18,7 @@ class HardwareSpec(BaseModel):
 
     slug: str = Field(description="short lowercase preset name, e.g. h200")
     name: str = Field(description="human name")
+    vendor: Vendor = Field(description="GPU vendor: which serving engines and kernels run on it")
     bf16_flops_per_s: float = Field(gt=0, description="dense BF16 peak, FLOP/s")
     fp8_flops_per_s: float | None = Field(default=None, gt=0, description="dense FP8 peak, FLOP/s")
     fp4_flops_per_s: float | None = Field(default=None, gt=0, description="dense FP4 peak, FLOP/s")

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer.analysis.evaluate import Evaluation, evaluate
+from explorer.analysis.targets import operating_point
 from explorer.base.errors import ScenarioError
 from explorer.interfaces.store import StoredScenario, StoreError, default_store, parse_id
 from explorer.specs.scenario import Scenario
@@ -85,10 +86,7 @@ def _letter(i: int) -> str:
 def _compute(js: str, label: str) -> tuple[Evaluation, cf.CompareSeries]:
     sc = Scenario.model_validate_json(js)
     ev = evaluate(sc)
-    current = None
-    if ev.tokens_per_s_per_user is not None and ev.tokens_per_s_per_gpu is not None:
-        current = (ev.tokens_per_s_per_user, ev.tokens_per_s_per_gpu)
-    return ev, cf.compare_series(label, sc, current)
+    return ev, cf.compare_series(label, sc, operating_point(ev))
 
 
 def _pins() -> list[CompareItem]:

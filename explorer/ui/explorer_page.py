@@ -9,8 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from explorer.analysis.evaluate import Evaluation, evaluate
+from explorer.analysis.fallbacks import with_fallbacks
 from explorer.analysis.frontier import best_draft_len, pareto
 from explorer.analysis.recommend import Recommendation, recommend
+from explorer.analysis.targets import OperatingPoint, operating_point, slo_answer, token_cost
 from explorer.analysis.views import (
     al_curves,
     gemm_efficiency,
@@ -26,15 +28,10 @@ from explorer.specs.scenario import MeasuredCurve, Scenario
 from explorer.ui import data_page, export_panel, figures
 from explorer.ui.text import md_text
 
-FALLBACKS: dict[str, dict[str, Any]] = {
-    "group": {"group": None}, "tp": {"tp": 1}, "draft_model": {"mechanism": "eagle3"},
-    "layers": {"layers": None},
-}
-
 
 def build_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
                    overrides: HardwareOverrides | None = None) -> tuple[Scenario, list[str]]:
-    """The scenario to show; a field the model rejects is named and reset to its default."""
+    """The scenario to show; a field the model rejects is named and reset (analysis.fallbacks)."""
     notes: list[str] = []
     if values.get("acc") == "upload" and uploaded is None:
         notes.append("AL source 'upload': no uploaded curve yet (Measured data page) — "
@@ -46,17 +43,9 @@ def build_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None
     if overrides is not None:
         sc = sc.model_copy(update={"hardware_overrides": overrides})
         notes.append(f"Hardware calibrated to your timings: {overrides.label}")
-    for _ in range(len(FALLBACKS) + 1):
-        try:
-            _evaluate(sc.model_dump_json())  # cached: render() reuses this result
-            return sc, notes
-        except ScenarioError as exc:
-            fix = FALLBACKS.get(exc.field)
-            if fix is None:
-                raise
-            notes.append(f"{exc.field}: {exc.message} — showing {fix} instead.")
-            sc = sc.model_copy(update=fix)
-    return sc, notes
+    # The cached evaluation is the check: render() reuses its result.
+    sc, fallbacks = with_fallbacks(sc, lambda s: _evaluate(s.model_dump_json()))
+    return sc, notes + [f.note for f in fallbacks]
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -80,23 +69,6 @@ def _views(js: str) -> dict[str, Any]:
 
 def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:{spec}}{unit}"
-
-
-def slo_answer(with_spec: Any, without: Any, slo: float) -> tuple[str, str]:
-    def best(front: Any) -> tuple[float, int, int] | None:
-        user = np.asarray(front.tokens_per_s_per_user)
-        ok = np.nonzero(user >= slo)[0]
-        if not ok.size:
-            return None
-        gpu = np.asarray(front.tokens_per_s_per_gpu)
-        i = ok[int(np.argmax(gpu[ok]))]
-        return float(gpu[i]), int(front.batch[i]), int(front.draft_len[i])
-
-    a, b = best(with_spec), best(without)
-    spec = ("no batch reaches it" if a is None else
-            f"{a[0]:,.0f} tokens/s per GPU at B={a[1]}, D={a[2]}")
-    base = ("no batch reaches it" if b is None else f"{b[0]:,.0f} tokens/s per GPU at B={b[1]}")
-    return spec, base
 
 
 def current_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
@@ -147,11 +119,12 @@ def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
         st.success(f"**Recommendation:** {rec.explanation}", icon=":material/check_circle:")
     else:
         st.error(rec.explanation)
-    be, max_b = v["best"].break_even_batch, v["best"].max_batch_in_memory
+    bd = v["best"]
+    be, max_b = bd.break_even_batch, bd.max_batch_in_memory
     st.markdown(
         f"**Break-even batch** for {sc.mechanism}: "
         + (f"speculation stops paying from **B ≈ {be}**" if be else
-           "speculation pays at every B from 1 to 4096")
+           f"speculation pays at every B from {bd.batch[0]} to {bd.batch[-1]}")
         + (f"; at S={sc.context // 1024}K the largest batch that fits in memory is "
            f"**B = {max_b}**." if max_b else "; no batch fits in memory at this context.")
     )
@@ -195,24 +168,21 @@ def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
     with tabs[4]:
         with_spec, without = v["pareto"]
         slo = float(values.get("slo") or 0)
-        current = None
-        if ev.tokens_per_s_per_user is not None and ev.tokens_per_s_per_gpu is not None:
-            current = (ev.tokens_per_s_per_user, ev.tokens_per_s_per_gpu)
         st.plotly_chart(_keep(figs, "pareto", figures.pareto_figure(
-            with_spec, without, current,
+            with_spec, without, operating_point(ev),
             (ev.baseline_tokens_per_s_per_user, ev.baseline_tokens_per_s_per_gpu), slo)),
             width="stretch", key="fig_pareto")
         if slo > 0:
-            spec, base = slo_answer(with_spec, without, slo)
-            st.markdown(f"At ≥ **{slo:g} tokens/s per user**: with speculation **{spec}**; "
-                        f"without: **{base}**.")
-        price = float(values.get("usd") or 0)
-        if price > 0 and ev.tokens_per_s_per_gpu:
-            per_m = price / 3600 / ev.tokens_per_s_per_gpu * 1e6
-            per_m_base = price / 3600 / ev.baseline_tokens_per_s_per_gpu * 1e6
-            st.markdown(f"Cost at this point (your ${price:g}/GPU-hour): **${per_m:,.3f} per "
-                        f"million tokens** with speculation, ${per_m_base:,.3f} without.")
-        bd = v["best"]
+            answer = slo_answer(with_spec, without, slo)
+            st.markdown(f"At ≥ **{slo:g} tokens/s per user**: with speculation "
+                        f"**{_slo_text(answer.with_speculation, True)}**; without: "
+                        f"**{_slo_text(answer.without_speculation, False)}**.")
+        cost = token_cost(float(values.get("usd") or 0), ev)
+        if cost is not None and cost.with_speculation_usd_per_million_tokens is not None:
+            st.markdown(f"Cost at this point (your ${cost.usd_per_gpu_hour:g}/GPU-hour): "
+                        f"**${cost.with_speculation_usd_per_million_tokens:,.3f} per million "
+                        "tokens** with speculation, "
+                        f"{_usd(cost.without_speculation_usd_per_million_tokens)} without.")
         st.dataframe(pd.DataFrame({"B": bd.batch, "best D": bd.best_draft_len,
                                    "speedup": np.round(bd.best_speedup, 3),
                                    "AL": np.round(bd.acceptance_length, 2)}),
@@ -240,6 +210,17 @@ def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
                    "tiles of 128 query rows per KV head (the article's kernels).")
     with tabs[8]:
         export_panel.render(sc, figs)
+
+
+def _slo_text(point: OperatingPoint | None, with_draft_len: bool) -> str:
+    if point is None:
+        return "no batch reaches it"
+    where = f"B={point.batch}, D={point.draft_len}" if with_draft_len else f"B={point.batch}"
+    return f"{point.tokens_per_s_per_gpu:,.0f} tokens/s per GPU at {where}"
+
+
+def _usd(x: float | None) -> str:
+    return "n/a" if x is None else f"${x:,.3f}"
 
 
 def _keep(figs: dict[str, Any], name: str, fig: Any) -> Any:

@@ -23,14 +23,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from explorer.analysis.frontier import draft_len_range
-from explorer.analysis.sweep import sweep
+from explorer.analysis.sweep import DEFAULT_SWEEP_BATCHES, default_sweep
 from explorer.base.errors import ScenarioError
 from explorer.export.engine_configs import EngineConfigs, engine_configs
 from explorer.presets import mechanism_presets
 from explorer.specs.scenario import Scenario, scenario_json_schema
 
 CHROMIUM = Path("/usr/bin/chromium")
-SWEEP_BATCHES = tuple(2**i for i in range(13))  # 1, 2, 4 … 4096
+SWEEP_BATCHES = DEFAULT_SWEEP_BATCHES  # 1, 2, 4 … 4096 (analysis.sweep decides)
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")  # spreadsheet formula triggers (OWASP)
 IMAGE_SIZE = (1100, 650)
 
@@ -43,12 +43,6 @@ _kaleido_started = False
 def scenario_json(scenario: Scenario) -> str:
     """Re-importable by `Scenario.model_validate_json` and `python -m explorer … --scenario`."""
     return scenario.model_dump_json(indent=2)
-
-
-def default_sweep(scenario: Scenario) -> pd.DataFrame:
-    """B = 1, 2, 4 … 4096 × D = 0 … the mechanism's maximum, at the scenario's other values."""
-    d = [int(x) for x in draft_len_range(scenario)]
-    return sweep(scenario, batch=list(SWEEP_BATCHES), draft_len=d)
 
 
 def _is_text(s: pd.Series) -> bool:

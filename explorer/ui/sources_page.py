@@ -14,7 +14,8 @@ def render() -> None:
                "priors. Values marked as assumptions have no published source.")
     st.subheader("Hardware")
     st.dataframe(pd.DataFrame([{
-        "preset": h.slug, "name": h.name, "BF16 TFLOP/s": h.bf16_flops_per_s / 1e12,
+        "preset": h.slug, "name": h.name, "vendor": h.vendor,
+        "BF16 TFLOP/s": h.bf16_flops_per_s / 1e12,
         "HBM GB": h.hbm_bytes / 1e9, "HBM TB/s": h.hbm_bw_bytes_per_s / 1e12,
         "η GEMM compute": h.gemm_compute_efficiency, "η GEMM memory": h.gemm_memory_efficiency,
         "η attn compute": h.attention_compute_efficiency,
@@ -33,7 +34,9 @@ def render() -> None:
     st.subheader("Mechanisms")
     st.dataframe(pd.DataFrame([{
         "preset": x.slug, "name": x.name, "style": x.draft_style, "default D": x.default_draft_len,
-        "max D": x.max_draft_len, "draft layers": x.draft_layers, "prior c1": x.first_rate,
+        "max D": x.max_draft_len, "draft layers": x.draft_layers,
+        "draft weights": x.draft_checkpoint or x.draft_weights.replace("_", " "),
+        "fused target layers": x.fused_target_layers or None, "prior c1": x.first_rate,
         "prior decay": x.decay, "prior source": x.prior_source, "training": x.training,
         "extra memory": x.extra_memory, "assumptions": x.assumptions,
     } for x in mechanism_presets().values()]), hide_index=True)

@@ -24,6 +24,7 @@ FIT_SCRIPT = ROOT / "scripts" / "fit_hardware_efficiencies.py"
 HARDWARE_COLUMNS = [
     "slug",
     "name",
+    "vendor",
     "bf16_dense_tflops",
     "fp8_dense_tflops",
     "fp4_dense_tflops",
@@ -79,6 +80,9 @@ MECHANISM_COLUMNS = [
     "serial_head_layer_fraction",
     "draft_vocab",
     "lookup_time_us",
+    "draft_weights",
+    "fused_target_layers",
+    "draft_checkpoint",
     "first_rate",
     "decay",
     "prior_source",
@@ -181,6 +185,27 @@ def test_slugs_unique_lowercase_and_required_present(name: str, required: set[st
 
 def test_mechanisms_are_exactly_the_six() -> None:
     assert set(by_slug("mechanisms.csv")) == MECHANISM_SLUGS
+
+
+def test_hardware_vendor_is_nvidia_or_amd() -> None:
+    vendors = {slug: row["vendor"] for slug, row in by_slug("hardware.csv").items()}
+    assert set(vendors.values()) <= {"nvidia", "amd"}
+    assert vendors["mi300x"] == "amd" and vendors["h200"] == "nvidia"
+
+
+def test_mechanism_behaviour_columns() -> None:
+    """Where the draft weights come from, and what the engines and the cost model read of it."""
+    rows = by_slug("mechanisms.csv")
+    weights = {slug: r["draft_weights"] for slug, r in rows.items()}
+    assert weights == {"external": "draft_model", "mtp": "target_mtp", "eagle3": "checkpoint",
+                       "dflash": "checkpoint", "dspark": "checkpoint", "ngram": "none"}
+    for slug, r in rows.items():
+        # draft_layers blank = the draft model's own layers, which only a draft model has.
+        assert (r["draft_layers"] == "") == (r["draft_weights"] == "draft_model"), slug
+        # a separately trained checkpoint is named (engine placeholders), nothing else is.
+        assert bool(r["draft_checkpoint"]) == (r["draft_weights"] == "checkpoint"), slug
+        assert int(r["fused_target_layers"]) >= 0
+    assert int(rows["eagle3"]["fused_target_layers"]) == 3  # fc: Linear(3·hidden, hidden)
 
 
 @pytest.mark.parametrize(

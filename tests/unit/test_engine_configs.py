@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+import yaml
 
 from explorer import Scenario, recommend
 from explorer.analysis.frontier import best_draft_len
@@ -26,6 +27,7 @@ from explorer.export.engine_configs import (
     trtllm_config,
     vllm_config,
 )
+from explorer.presets import mechanism_presets
 from explorer.specs.scenario import Acceptance
 
 MECHANISMS = ["external", "mtp", "eagle3", "dflash", "dspark", "ngram"]
@@ -144,7 +146,8 @@ def test_schedule_is_the_best_d_per_batch_non_increasing_and_off_beyond_the_swit
     batches = np.arange(1, 4097)
     ref = best_draft_len(cand, batches)
     assert ref.max_batch_in_memory == 4096
-    best = np.asarray(ref.best_draft_len)
+    assert ref.speed_best_draft_len == ref.best_draft_len  # memory does not bind
+    best = np.asarray(ref.speed_best_draft_len)
     expected = np.minimum(np.maximum.accumulate(best[::-1])[::-1], ec.draft_len)
     got = np.array([draft_len_at(ec.schedule, int(b)) for b in batches])
     np.testing.assert_array_equal(got, expected)
@@ -153,6 +156,24 @@ def test_schedule_is_the_best_d_per_batch_non_increasing_and_off_beyond_the_swit
     assert ec.break_even_batch == ref.break_even_batch == ec.switch_off_batch + 1
     assert all(draft_len_at(ec.schedule, b) > 0 for b in range(1, ec.switch_off_batch + 1))
     assert all(draft_len_at(ec.schedule, b) == 0 for b in range(ec.switch_off_batch + 1, 4200))
+
+
+def test_exported_schedule_is_the_explorer_pages_speed_only_best_d_where_memory_binds():
+    """The page (best_draft_len) and the export read one function: where memory binds the
+    schedule follows the speed-only D, not the D among fitting points, at every batch."""
+    sc = Scenario(context=32768)  # 70B on 2×H200: plain decoding fits only up to B = 12
+    ec = engine_configs(sc, "eagle3")
+    ref = best_draft_len(sc, np.arange(1, 4097))
+    speed_d = np.asarray(ref.speed_best_draft_len)
+    fit_d = np.asarray(ref.best_draft_len)
+    assert ref.max_batch_in_memory == ec.max_batch_in_memory == 12
+    assert (fit_d[12:] == 0).all() and (speed_d[12:] > 0).all()  # the two answers differ
+    # Here the speed-only curve is already non-increasing and peaks at the configured D, so the
+    # envelope and the cap change nothing: the schedule is the speed-only D itself.
+    assert (np.diff(speed_d) <= 0).all() and speed_d.max() == ec.draft_len
+    got = np.array([draft_len_at(ec.schedule, int(b)) for b in ref.batch])
+    np.testing.assert_array_equal(got, speed_d)
+    assert ec.break_even_batch == ref.break_even_batch
 
 
 @pytest.mark.parametrize("mechanism", ["eagle3", "ngram", "dflash"])
@@ -233,10 +254,45 @@ def test_unsupported_combinations_are_notes_not_flags():
 
 
 def test_yaml_quotes_what_needs_quoting():
-    text = to_yaml({"a": {"b": "Eagle3", "c": "<x: y>", "d": {1: 4, 16: 0}, "e": "yes",
-                          "f": [1, "x"]}})
-    assert text == ('a:\n  b: Eagle3\n  c: "<x: y>"\n  d:\n    1: 4\n    16: 0\n  e: "yes"\n'
-                    '  f:\n    - 1\n    - x\n')
+    obj = {"a": {"b": "Eagle3", "c": "<x: y>", "d": {1: 4, 16: 0}, "e": "yes", "f": [1, "x"],
+                 "g": "null", "h": "3", "i": "<" + "very long placeholder " * 10 + ">"}}
+    text = to_yaml(obj)
+    assert yaml.safe_load(text) == obj  # "yes", "null" and "3" stay strings, ints stay ints
+    assert text.startswith("a:\n  b: Eagle3\n") and "\n  d:\n    1: 4\n    16: 0\n" in text
+    assert len(text.splitlines()) == 13  # block style, the long string on one line
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_tensorrt_llm_yaml_parses_back_to_the_config(mechanism: str):
+    ec = engine_configs(Scenario(**SMALL), mechanism)  # type: ignore[arg-type]
+    assert ec.tensorrt_llm.config is not None
+    assert yaml.safe_load(ec.tensorrt_llm.yaml) == ec.tensorrt_llm.config
+
+
+def test_engine_tables_name_only_preset_mechanisms():
+    """A mechanism is a data/mechanisms.csv row plus these engine-name entries (SOURCES.md)."""
+    from explorer.export import engine_configs as ec
+
+    slugs = set(mechanism_presets())
+    for table in (ec.VLLM_METHOD, ec.SGLANG_ALGORITHM, ec.SGLANG_DRAFT_LEN_FLAGS,
+                  ec.TRTLLM_DECODING_TYPE):
+        assert set(table) == slugs
+    for extra in (ec.VLLM_NOTES, ec.SGLANG_NVIDIA_ONLY, ec.TRTLLM_NOTES,
+                  ec.TRTLLM_SCHEDULE_UNSUPPORTED):
+        assert set(extra) <= slugs
+
+
+def test_draft_weights_and_mtp_notes_follow_the_mechanism_spec():
+    sc = Scenario(**SMALL)  # type: ignore[arg-type]
+    for slug, mech in mechanism_presets().items():
+        ec = engine_configs(sc, slug)
+        assert ec.vllm.speculative_config is not None
+        assert ("model" in ec.vllm.speculative_config) == mech.needs_draft_weights, slug
+        mtp_notes = [n for n in ec.vllm.notes + ec.sglang.notes + ec.tensorrt_llm.notes
+                     if "ships MTP layers" in n or "MTP layers." in n]
+        assert len(mtp_notes) == (3 if mech.uses_target_mtp_layers else 0), slug
+        if mech.draft_checkpoint:
+            assert ec.vllm.speculative_config["model"].startswith(f"<{mech.draft_checkpoint} for")
 
 
 def test_engine_configs_module_imports_no_ui():
