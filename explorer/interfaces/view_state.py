@@ -43,9 +43,15 @@ class Param:
     setting: Setting
 
 
-def _listed(options: Any) -> str:
-    items = list(options)
-    return ", ".join(str(o) for o in items[:12]) + (" …" if len(items) > 12 else "")
+def _listed(options: Any, max_items: int = 12, max_chars: int = 160) -> str:
+    """The first few choices, so that a warning stays one short line."""
+    items = [str(o) for o in options]
+    shown: list[str] = []
+    for item in items[:max_items]:
+        if shown and len(", ".join([*shown, item])) > max_chars:
+            break
+        shown.append(item)
+    return ", ".join(shown) + (" …" if len(shown) < len(items) else "")
 
 
 def _check(s: Setting) -> Callable[[Any], str | None]:
