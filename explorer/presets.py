@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from explorer.specs.architecture import ModelSpec
 from explorer.specs.hardware import HardwareSpec
 from explorer.specs.mechanism import MechanismSpec
+from explorer.specs.settings import PresetTable
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
@@ -179,3 +181,12 @@ DEFAULT_DRAFT_MODEL: dict[str, str] = {
     "qwen3-30b-a3b": "qwen3-0.6b",
     "qwen3-235b-a22b": "qwen3-4b",
 }
+
+
+def preset_table(name: PresetTable) -> Mapping[str, Any]:
+    """The preset table a setting takes its choices from (explorer/specs/settings.py)."""
+    tables: dict[str, Callable[[], Mapping[str, Any]]] = {
+        "hardware": hardware_presets, "model": model_presets,
+        "mechanism": mechanism_presets, "sample_curve": sample_curves,
+    }
+    return tables[name]()

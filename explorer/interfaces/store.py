@@ -1,8 +1,9 @@
 """Saved scenarios: immutable records with unguessable ids, in SQLite or PostgreSQL.
 
 A record holds the full `Scenario` (which embeds uploaded AL curves, calibrated hardware and
-measured tables), the explorer's view values (the URL-state dict, SLO and price included), a name
-and a description. Saving never changes a record: it creates a new one.
+measured tables), the explorer's view values (the URL-state dict, SLO and price included; made and
+read by explorer/interfaces/view_state.py), a name and a description. Saving never changes a
+record: it creates a new one.
 
 Where it is stored: `EXPLORER_DATABASE_URL` (PostgreSQL, e.g. `postgresql://user:pw@host/db`,
 shared by every app replica) or else a SQLite file in `EXPLORER_DATA_DIR` (default
@@ -31,9 +32,8 @@ from urllib.parse import parse_qs, urlsplit
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from explorer.interfaces import view_state as us
 from explorer.interfaces.store_schema import VERSION_TABLE, scenarios
-from explorer.presets import sample_curves
+from explorer.interfaces.view_state import MAX_PARAM_CHARS, view_of_scenario
 from explorer.specs.scenario import Scenario
 
 if TYPE_CHECKING:
@@ -179,46 +179,10 @@ def _clean_view(view: Mapping[str, Any]) -> dict[str, Any]:
             raise InvalidRecord(f"view: '{key}' is not a finite number")
         if value is not None and not isinstance(value, str | int | float | bool):
             raise InvalidRecord(f"view: '{key}' must be a string or a number")
-        if isinstance(value, str) and len(value) > us.MAX_PARAM_CHARS:
-            raise InvalidRecord(f"view: '{key}' is longer than {us.MAX_PARAM_CHARS} characters")
+        if isinstance(value, str) and len(value) > MAX_PARAM_CHARS:
+            raise InvalidRecord(f"view: '{key}' is longer than {MAX_PARAM_CHARS} characters")
         out[key] = value
     return out
-
-
-def view_of_scenario(scenario: Scenario, slo: float | None = None,
-                     usd: float | None = None) -> dict[str, Any]:
-    """The explorer's view values that show a scenario (for records saved from the CLI)."""
-    view = {p.key: p.default for p in us.PARAMS}
-    view.update({
-        "hw": scenario.hardware, "m": scenario.model, "mech": scenario.mechanism,
-        "dm": scenario.draft_model or "", "dt": scenario.dtype, "kv": scenario.kv_dtype,
-        "b": scenario.batch, "ctx": scenario.context, "tp": scenario.tp, "d": scenario.draft_len,
-        "g": scenario.group or 0, "L": scenario.layers or 0, "rho": scenario.rho or 0.0,
-    })
-    acc = scenario.acceptance
-    if acc.kind == "iid" and acc.alpha is not None:
-        view.update(acc="alpha", a=acc.alpha)
-    elif acc.kind == "curve" and acc.curve is not None:
-        view["acc"] = "upload"
-        for key, c in sample_curves().items():
-            if (c.mechanism == scenario.mechanism and c.draft_lens == acc.curve.draft_lens
-                    and c.acceptance_lengths == acc.curve.acceptance_lengths):
-                view.update(acc="sample", curve=key)
-                break
-    if slo is not None:
-        view["slo"] = slo
-    if usd is not None:
-        view["usd"] = usd
-    return view
-
-
-def decode_view(view: Mapping[str, Any]) -> us.ViewState:
-    """A stored view through the URL-state validation: bad values are named and fall back."""
-    params = {k: (repr(v) if isinstance(v, float) else str(v)) for k, v in view.items()
-              if k in us.PARAM_BY_KEY and v is not None}
-    state = us.decode(params)
-    warnings = tuple(w.replace("URL parameter", "saved value", 1) for w in state.warnings)
-    return us.ViewState(state.values, warnings)
 
 
 def _reason(exc: BaseException) -> str:

@@ -7,8 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from explorer.base.limits import MAX_CURVE_POINTS, MAX_DRAFT_LEN, MAX_MEASURED_ROWS
+from explorer.base.limits import MAX_CURVE_POINTS, MAX_MEASURED_ROWS
 from explorer.specs.hardware import HardwareOverrides
+from explorer.specs.settings import setting_field
 
 
 class MeasuredCurve(BaseModel):
@@ -107,22 +108,21 @@ class Scenario(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    hardware: str = Field(default="h200", description="hardware preset slug")
-    model: str = Field(default="llama-3.1-70b", description="target model preset slug")
-    mechanism: str = Field(default="eagle3", description="draft mechanism slug")
-    draft_model: str | None = Field(default=None, description="draft model slug (external)")
-    dtype: Literal["bf16", "fp8", "fp4"] = Field(default="bf16", description="weight/GEMM dtype")
-    kv_dtype: Literal["bf16", "fp8"] = Field(default="bf16", description="KV-cache dtype")
-    batch: int = Field(default=32, ge=1, le=65536, description="B, concurrent sequences")
-    context: int = Field(default=8192, ge=1, le=2_000_000, description="S, KV tokens per sequence")
-    tp: int = Field(default=2, ge=1, le=64, description="tensor-parallel degree")
-    draft_len: int = Field(default=3, ge=0, le=MAX_DRAFT_LEN, description="D, tokens drafted")
-    verify_width: int | None = Field(
-        default=None, ge=1, le=1024, description="W, tokens verified per sequence (trees); ≥ 1+D"
-    )
-    group: int | None = Field(default=None, ge=1, le=256, description="G override (q per KV head)")
-    layers: int | None = Field(default=None, ge=1, le=1000, description="L_target override")
-    rho: float | None = Field(default=None, ge=0, le=4, description="ρ = L_draft/L_target override")
+    # Defaults, bounds and descriptions come from each setting's declaration (settings.py).
+    hardware: str = setting_field("hardware")
+    model: str = setting_field("model")
+    mechanism: str = setting_field("mechanism")
+    draft_model: str | None = setting_field("draft_model")
+    dtype: Literal["bf16", "fp8", "fp4"] = setting_field("dtype")
+    kv_dtype: Literal["bf16", "fp8"] = setting_field("kv_dtype")
+    batch: int = setting_field("batch")
+    context: int = setting_field("context")
+    tp: int = setting_field("tp")
+    draft_len: int = setting_field("draft_len")
+    verify_width: int | None = setting_field("verify_width")
+    group: int | None = setting_field("group")
+    layers: int | None = setting_field("layers")
+    rho: float | None = setting_field("rho")
     acceptance: Acceptance = Field(default_factory=Acceptance)
     hardware_overrides: HardwareOverrides | None = None
     measured_kernels: MeasuredKernels | None = None

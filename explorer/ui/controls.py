@@ -1,29 +1,41 @@
-"""Sidebar controls, each bound to a short URL parameter (explorer/url_state.py)."""
+"""Sidebar controls: one widget per declared setting (explorer/specs/settings.py), each bound to
+its URL key (explorer/interfaces/view_state.py). What stays here is presentation: which preset
+slugs a select offers, how a value reads, the captions under a choice."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
 from explorer.interfaces import view_state as us
-from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
+from explorer.presets import hardware_presets, mechanism_presets, model_presets, preset_table
+from explorer.specs.settings import SETTINGS, Setting
 from explorer.ui.text import md_text
 
 WARNINGS_KEY = "_url_warnings"
+RESETS_KEY = "_url_resets"  # link values that fell back, set again on the second run
+HIDDEN_UNLESS_APPLICABLE = {"dm"}  # a draft model only matters for the external mechanism
 
 
 def check_url_once() -> None:
     """Validate the link on the session's first run; bad parameters fall back to defaults."""
+    resets = st.session_state.pop(RESETS_KEY, None)
+    if resets:
+        st.session_state.update(resets)
+        return
     if WARNINGS_KEY in st.session_state:
         return
     raw = {k: st.query_params.get_all(k) for k in st.query_params}
     view = us.decode(raw)
     st.session_state[WARNINGS_KEY] = list(view.warnings)
-    for w in view.warnings:
-        key = w.split("'")[1].split("=")[0] if "'" in w else ""
-        if key in us.PARAM_BY_KEY:  # a bound widget ignores a bad value: start at the default
-            st.session_state[key] = us.PARAM_BY_KEY[key].default
+    resets = {key: view.values[key] for key in view.fell_back}
+    st.session_state.update(resets)  # a bound widget ignores a bad value: start at the default
+    # …but on its first run it takes a value it can show from the link (W=4 that D=7 rules
+    # out), whatever the session says; from the second run on, the session's value wins.
+    if any(key in st.query_params for key in resets):
+        st.session_state[RESETS_KEY] = resets
 
 
 def show_url_warnings() -> None:
@@ -32,78 +44,115 @@ def show_url_warnings() -> None:
 
 
 def reset_overrides() -> None:
-    for key in ("g", "L", "rho"):
-        st.session_state[key] = us.PARAM_BY_KEY[key].default
+    for s in SETTINGS:
+        if s.overrides_preset:
+            st.session_state[s.key] = s.default
+
+
+def _options(s: Setting, v: dict[str, Any]) -> list[Any]:
+    """The choices the widget offers now (preset tables filtered to what fits the others)."""
+    if s.presets is None:
+        return list(s.options)
+    table = preset_table(s.presets)
+    if s.key == "m":
+        slugs = [k for k, m in table.items() if m.role in ("target", "both")]
+    elif s.key == "dm":
+        slugs = [k for k, m in table.items() if m.role in ("draft", "both")]
+    elif s.key == "curve":
+        slugs = [k for k, c in table.items() if c.mechanism == v.get("mech")]
+    else:
+        slugs = list(table)
+    return ([s.none_value] if s.none_value is not None else []) + slugs
+
+
+def _preset_value(s: Setting, v: dict[str, Any]) -> str:
+    """The number a "no override" choice stands for, where the page knows it."""
+    model = model_presets()[v["m"]]
+    return {"g": f"{model.group_size:g}", "L": str(model.layers)}.get(s.key, "")
+
+
+def _format(s: Setting, v: dict[str, Any]) -> Callable[[Any], str]:
+    preset = _preset_value(s, v) if s.none_value is not None and "m" in v else ""
+    none = f"{s.none_label} ({preset})" if preset else s.none_label
+
+    def fmt(x: Any) -> str:
+        if s.none_value is not None and x == s.none_value:
+            return none
+        return f"{x:g}" if isinstance(x, float) else str(x)
+    return fmt
+
+
+def _caption(s: Setting, value: Any) -> str | None:
+    if s.key == "hw":
+        return hardware_presets()[value].name
+    if s.key == "m":
+        return model_presets()[value].name
+    if s.key == "mech":
+        return mechanism_presets()[value].name
+    if s.key == "curve" and value:
+        c = preset_table("sample_curve")[value]
+        return f"{c.drafter} — {c.source[:160]}"
+    return None
+
+
+def _widget(s: Setting, v: dict[str, Any]) -> Any:
+    sb = st.sidebar
+    # Bound widgets write their *displayed* option into the URL, so options are the raw values.
+    common: dict[str, Any] = {"key": s.key, "bind": "query-params", "help": s.help}
+    if s.applies_when is not None:
+        other, wanted = s.applies_when
+        common["disabled"] = v.get(other) != wanted
+    if s.kind == "slider":
+        lo, hi = s.view_range or (0, 0)
+        if s.value_type is int:
+            return sb.slider(s.label, int(lo), int(hi), int(s.default), int(s.step or 1),
+                             **common)
+        return sb.slider(s.label, float(lo), float(hi), float(s.default), float(s.step or 1),
+                         **common)
+    if s.kind == "number":
+        lo, hi = s.view_range or (0.0, 0.0)
+        return sb.number_input(s.label, float(lo), float(hi), float(s.default),
+                               float(s.step or 1), **common)
+    options = _options(s, v)
+    if st.session_state.get(s.key, s.default) not in options:  # choices follow other settings
+        st.session_state[s.key] = s.default
+    fmt = _format(s, v)
+    if s.kind == "radio":
+        return sb.radio(s.label, options, horizontal=True, format_func=fmt, **common)
+    if s.kind == "select_slider":
+        return sb.select_slider(s.label, options, value=s.default, format_func=fmt, **common)
+    return sb.selectbox(s.label, options, index=options.index(s.default), format_func=fmt,
+                        **common)
 
 
 def sidebar() -> dict[str, Any]:
     """Render the controls; return the values keyed like the URL."""
-    hw, models, mechs = hardware_presets(), model_presets(), mechanism_presets()
-    targets = [k for k, m in models.items() if m.role in ("target", "both")]
-    drafts = ["", *[k for k, m in models.items() if m.role in ("draft", "both")]]
     v: dict[str, Any] = {}
     sb = st.sidebar
-    sb.header("Scenario")
-    # Bound widgets write their *displayed* option into the URL, so options are the slugs.
-    v["hw"] = sb.selectbox("Hardware", list(hw), key="hw", bind="query-params",
-                           index=list(hw).index("h200"))
-    sb.caption(hw[v["hw"]].name)
-    v["m"] = sb.selectbox("Target model", targets, key="m", bind="query-params",
-                          index=targets.index("llama-3.1-70b"))
-    sb.caption(models[v["m"]].name)
-    v["mech"] = sb.selectbox("Draft mechanism", list(mechs), key="mech", bind="query-params",
-                             index=list(mechs).index("eagle3"))
-    sb.caption(mechs[v["mech"]].name)
-    if v["mech"] == "external":
-        v["dm"] = sb.selectbox("Draft model", drafts, key="dm", bind="query-params",
-                               format_func=lambda k: k or "default for the target")
-    else:
-        v["dm"] = st.session_state.get("dm", "")
-    model = models[v["m"]]
-    sb.subheader("The article's knobs")
-    v["b"] = sb.select_slider("Batch B (sequences, log scale)", us.BATCH_OPTIONS, key="b",
-                              value=32, bind="query-params")
-    v["d"] = sb.slider("Draft length D", 0, us.DRAFT_LEN_MAX, 3, key="d", bind="query-params")
-    v["g"] = sb.select_slider(
-        "Group G (query heads per KV head)", us.GROUP_OPTIONS, value=0, key="g",
-        bind="query-params",
-        format_func=lambda g: f"preset ({model.group_size:g})" if g == 0 else str(g))
-    v["L"] = sb.select_slider(
-        "L_target (layers)", us.LAYER_OPTIONS, value=0, key="L", bind="query-params",
-        format_func=lambda x: f"preset ({model.layers})" if x == 0 else str(x))
-    v["rho"] = sb.select_slider(
-        "ρ = L_draft / L_target", us.RHO_OPTIONS, value=0.0, key="rho", bind="query-params",
-        format_func=lambda x: "mechanism's own" if x == 0 else f"{x:g}")
-    overridden = [n for n, k in (("G", "g"), ("L_target", "L"), ("ρ", "rho")) if v[k]]
-    if overridden:
-        sb.info(f"Override of the preset: {', '.join(overridden)}")
-        sb.button("Reset to preset", on_click=reset_overrides, key="reset_overrides")
-    sb.subheader("Workload")
-    v["ctx"] = sb.select_slider("Context S (KV tokens per sequence)", us.CONTEXT_OPTIONS,
-                              value=8192, key="ctx", bind="query-params")
-    v["tp"] = sb.selectbox("Tensor parallel (GPUs)", us.TP_OPTIONS, index=1, key="tp",
-                           bind="query-params")
-    v["dt"] = sb.selectbox("Weights dtype", us.DTYPE_OPTIONS, key="dt", bind="query-params")
-    v["kv"] = sb.selectbox("KV-cache dtype", us.KV_DTYPE_OPTIONS, key="kv", bind="query-params")
-    sb.subheader("Acceptance")
-    v["acc"] = sb.radio(
-        "AL source", us.ACCEPTANCE_OPTIONS, key="acc", bind="query-params", horizontal=True,
-        help="prior: the mechanism's prior fitted to published curves; alpha: i.i.d. α; "
-        "sample: a shipped measured curve; upload: a curve you uploaded on the Data page")
-    v["a"] = sb.slider("α (i.i.d. acceptance rate)", 0.0, 0.99, 0.7, 0.01, key="a",
-                       bind="query-params", disabled=v["acc"] != "alpha")
-    curves = sample_curves()
-    options = ["", *[k for k, c in curves.items() if c.mechanism == v["mech"]]]
-    if st.session_state.get("curve", "") not in options:
-        st.session_state["curve"] = ""
-    v["curve"] = sb.selectbox(
-        "Sample curve (mechanism/model/dataset)", options, key="curve", bind="query-params",
-        disabled=v["acc"] != "sample", format_func=lambda k: k or "— pick one —")
-    if v["curve"]:
-        sb.caption(f"{curves[v['curve']].drafter} — {curves[v['curve']].source[:160]}")
-    sb.subheader("Targets")
-    v["slo"] = sb.number_input("Per-user speed target (tokens/s)", 0.0, 100000.0, 30.0, 5.0,
-                               key="slo", bind="query-params")
-    v["usd"] = sb.number_input("GPU price ($ per GPU-hour, yours)", 0.0, 1000.0, 0.0, 0.5,
-                               key="usd", bind="query-params")
+    section = None
+    last_override = [s.key for s in SETTINGS if s.overrides_preset][-1:]
+    for s in SETTINGS:
+        if s.section != section:
+            (sb.header if section is None else sb.subheader)(s.section)
+            section = s.section
+        hidden = s.key in HIDDEN_UNLESS_APPLICABLE and s.applies_when is not None \
+            and v.get(s.applies_when[0]) != s.applies_when[1]
+        if hidden:
+            v[s.key] = st.session_state.get(s.key, s.default)
+            continue
+        v[s.key] = _widget(s, v)
+        caption = _caption(s, v[s.key])
+        if caption:
+            sb.caption(caption)
+        if [s.key] == last_override:  # after the overrides, how to undo them
+            _overrides_note(v)
+    if RESETS_KEY in st.session_state:  # the link set a widget the view rejected: again
+        st.rerun()
     return v
+
+
+def _overrides_note(v: dict[str, Any]) -> None:
+    overridden = [s.symbol for s in SETTINGS if s.overrides_preset and v[s.key] != s.default]
+    if overridden:
+        st.sidebar.info(f"Override of the preset: {', '.join(overridden)}")
+        st.sidebar.button("Reset to preset", on_click=reset_overrides, key="reset_overrides")

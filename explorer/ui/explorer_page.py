@@ -22,7 +22,7 @@ from explorer.analysis.views import (
     time_breakdown,
 )
 from explorer.base.errors import ScenarioError
-from explorer.interfaces.view_state import scenario_from_view
+from explorer.interfaces.view_state import view_scenario
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.scenario import MeasuredCurve, Scenario
 from explorer.ui import data_page, export_panel, figures
@@ -36,7 +36,8 @@ def build_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None
     if values.get("acc") == "upload" and uploaded is None:
         notes.append("AL source 'upload': no uploaded curve yet (Measured data page) — "
                      "using the mechanism prior.")
-    sc = scenario_from_view(values, uploaded)
+    sc, rejected = view_scenario(values, uploaded)
+    notes.extend(rejected)
     measured = data_page.measured_updates()
     if measured:
         sc = sc.model_copy(update=measured)

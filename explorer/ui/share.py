@@ -1,4 +1,4 @@
-"""Save & share: saved scenarios (explorer/store.py) opened by short `?s=<id>` links.
+"""Save & share: saved scenarios (explorer/interfaces/store.py) opened by short `?s=<id>` links.
 
 Opening a link sets every sidebar widget from the saved view (bound widgets take values set in
 st.session_state before they are created), the calibrated hardware and the uploaded AL curve the
@@ -20,7 +20,6 @@ from explorer.interfaces.store import (
     MAX_NAME_CHARS,
     StoredScenario,
     StoreError,
-    decode_view,
     default_store,
     share_link,
 )
@@ -51,7 +50,7 @@ def loaded_curve() -> MeasuredCurve | None:
 
 
 def _apply(record: StoredScenario) -> None:
-    state = decode_view(record.view)
+    state = us.decode_view(record.view)
     for key, value in state.values.items():
         st.session_state[key] = value
     st.session_state[data_page.OVERRIDES] = record.scenario.hardware_overrides

@@ -113,3 +113,33 @@ def test_figures_carry_titles_and_axis_units():
         layout = s["layout"]
         if "xaxis" in layout:
             assert layout["xaxis"].get("title", {}).get("text"), layout.get("title")
+
+
+def warning_text(at: AppTest) -> str:
+    return " ".join(w.value for w in at.warning).replace("\\", "")  # Markdown-escaped text
+
+
+def test_verify_width_from_the_url_drives_the_evaluation():
+    at = run_app(w="16", v="1")
+    assert at.select_slider(key="w").value == 16
+    assert speedup_of(verify_width=16) != speedup_of()
+    assert metric(at, "Speedup") == speedup_of(verify_width=16)
+
+
+@pytest.mark.parametrize("w", ["2", "4"])  # not an option; an option below 1+D = 8
+def test_verify_width_below_1_plus_d_is_named_and_the_app_keeps_running(w: str):
+    at = run_app(w=w, d="7", v="1")
+    assert f"URL parameter 'w={w}' (verify width W)" in warning_text(at)
+    assert at.select_slider(key="w").value == 0 and at.slider(key="d").value == 7
+    assert metric(at, "Speedup") == speedup_of(draft_len=7)
+
+
+def test_moving_d_past_the_verify_width_shows_the_chain_and_says_so():
+    at = run_app(w="16", v="1")
+    at.slider(key="d").set_value(20).run()
+    assert not at.exception
+    assert "verify width W (w=16): W=16 must be ≥ 1+D = 21" in warning_text(at)
+    assert metric(at, "Speedup") == speedup_of(draft_len=20)
+    at.slider(key="d").set_value(7).run()
+    assert "verify width W" not in warning_text(at)
+    assert metric(at, "Speedup") == speedup_of(draft_len=7, verify_width=16)

@@ -13,7 +13,8 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import evaluate
 from explorer.interfaces import store
-from explorer.interfaces.store import default_store, view_of_scenario
+from explorer.interfaces.store import default_store
+from explorer.interfaces.view_state import view_of_scenario
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
 from tests.support.apptest import run_app

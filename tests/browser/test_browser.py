@@ -89,6 +89,29 @@ def test_bad_link_warns_in_the_page(chromium, app_url: str):
     page.close()
 
 
+def test_verify_width_widget_moves_the_url_and_a_bad_w_falls_back(chromium, app_url: str):
+    from explorer import Scenario, evaluate
+
+    page = chromium.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(app_url)
+    settle(page)
+    w = page.get_by_role("slider", name="Verify width W (tokens per sequence, trees)")
+    w.focus()
+    for _ in range(3):  # chain → 4 → 8 → 16
+        page.keyboard.press("ArrowRight")
+        settle(page)
+    assert re.search(r"[?&]w=16(&|$)", page.url), page.url
+    assert metric_text(page, "Speedup") == f"{evaluate(Scenario(verify_width=16)).speedup:.2f}×"
+
+    page.goto(app_url + "/?w=4&d=7&v=1")  # W = 4 < 1+D = 8: named, and the chain is shown
+    settle(page)
+    body = page.locator("body").inner_text()
+    assert "URL parameter 'w=4' (verify width W)" in body, body[:2000]
+    assert not re.search(r"[?&]w=", page.url) and re.search(r"[?&]d=7", page.url), page.url
+    assert metric_text(page, "Speedup") == f"{evaluate(Scenario(draft_len=7)).speedup:.2f}×"
+    page.close()
+
+
 def test_upload_curve_then_broken_file_keeps_the_old_curve(chromium, app_url: str,
                                                            artifacts: Path, tmp_path: Path):
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})

@@ -30,11 +30,11 @@ from explorer.interfaces.store import (
     ScenarioNotFound,
     ScenarioStore,
     StoreUnavailable,
-    decode_view,
     parse_id,
-    view_of_scenario,
 )
 from explorer.interfaces.store_schema import VERSION_TABLE, metadata
+from explorer.interfaces.view_state import decode_view, view_of_scenario
+from explorer.specs import settings
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
 from tests.support.paths import ROOT
@@ -164,7 +164,7 @@ def test_concurrent_saves_from_many_threads_lose_and_mix_nothing(store: Scenario
         try:
             start.wait()
             for j in range(per_thread):
-                batch = us.BATCH_OPTIONS[(t * per_thread + j) % len(us.BATCH_OPTIONS)]
+                batch = settings.BATCH_OPTIONS[(t * per_thread + j) % len(settings.BATCH_OPTIONS)]
                 name = f"thread {t} save {j}"
                 rec = store.save(Scenario(batch=batch, draft_len=t % 8), name=name)
                 with lock:
@@ -292,7 +292,7 @@ def test_view_of_a_scenario_reproduces_it_through_the_url_state():
 
 def test_the_store_is_core_code_without_ui_imports():
     code = ("import sys, explorer.interfaces.store, explorer.interfaces.store_schema, "
-            "explorer.interfaces.cli_scenario, "
+            "explorer.interfaces.cli.scenario, "
             "explorer.interfaces.migrations; from explorer.interfaces.store import ScenarioStore; "
             "ScenarioStore('sqlite:///:memory:').migrate(); "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly')]; "

@@ -10,32 +10,35 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from explorer.interfaces.cli import (
+from explorer.interfaces.cli.options import (
+    VIEW_SETTINGS,
+    Parser,
     UsageError,
-    _add_scenario_options,
-    _Parser,
-    _print_json,
+    add_scenario_options,
+    add_view_options,
+    print_json,
     scenario_from_args,
 )
-from explorer.interfaces.view_state import PARAM_BY_KEY
+from explorer.interfaces.view_state import PARAM_BY_KEY, view_of_scenario
+from explorer.specs.settings import Setting
 
 if TYPE_CHECKING:
     from explorer.interfaces.store import StoredScenario
 
-FLAG_OF_RECORD_FIELD = {"name": "--name", "description": "--description", "view": "--slo/--usd",
+FLAG_OF_RECORD_FIELD = {"name": "--name", "description": "--description",
+                        "view": "/".join(str(s.flag) for s in VIEW_SETTINGS),
                         "scenario": "--scenario"}
 
 
 def add_parser(sub: Any) -> None:
-    """The `scenario` command and its subcommands (called by cli.build_parser)."""
+    """The `scenario` command and its subcommands (called by commands.build_parser)."""
     sc = sub.add_parser("scenario", help="saved scenarios (the app's `?s=<id>` links)")
-    ssub = sc.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
+    ssub = sc.add_subparsers(dest="scenario_command", required=True, parser_class=Parser)
     save = ssub.add_parser("save", help="save a scenario; prints its id")
-    _add_scenario_options(save, lists=False)
+    add_scenario_options(save, lists=False)
     save.add_argument("--name", default="", help="a short name (≤ 120 characters)")
     save.add_argument("--description", default="", help="what it is for (≤ 2000 characters)")
-    save.add_argument("--slo", type=float, help="per-user speed target (tokens/s) for the view")
-    save.add_argument("--usd", type=float, help="GPU price ($ per GPU-hour) for the view")
+    add_view_options(save)
     show = ssub.add_parser("show", help="print a saved scenario as JSON")
     show.add_argument("id", metavar="ID", help="scenario id or ?s=<id> link")
     show.add_argument("--scenario-only", action="store_true",
@@ -70,23 +73,26 @@ def _record_json(record: StoredScenario) -> dict[str, Any]:
             "view": record.view, "scenario": record.scenario.model_dump(mode="json")}
 
 
-def _check_range(value: float | None, key: str, flag: str) -> None:
+def _check_view_value(s: Setting, value: object) -> None:
+    """A view-only flag's value, checked as a link's would be."""
     if value is None:
         return
-    reason = PARAM_BY_KEY[key].check(value)
+    reason = PARAM_BY_KEY[s.key].check(value)
     if reason:
-        raise UsageError(f"argument {flag}: {value:g} {reason}")
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        raise UsageError(f"argument {s.flag}: {shown} {reason}")
 
 
 def cmd_save(args: argparse.Namespace) -> int:
-    from explorer.interfaces.store import InvalidRecord, StoreError, default_store, view_of_scenario
+    from explorer.interfaces.store import InvalidRecord, StoreError, default_store
 
-    _check_range(args.slo, "slo", "--slo")
-    _check_range(args.usd, "usd", "--usd")
+    view_only = {s.key: getattr(args, s.dest) for s in VIEW_SETTINGS}
+    for s in VIEW_SETTINGS:
+        _check_view_value(s, view_only[s.key])
     scenario = scenario_from_args(args)
     store = default_store()
     try:
-        record = store.save(scenario, view_of_scenario(scenario, args.slo, args.usd),
+        record = store.save(scenario, view_of_scenario(scenario, **view_only),
                             name=args.name, description=args.description)
     except InvalidRecord as exc:
         field, _, rest = exc.message.partition(": ")
@@ -94,7 +100,7 @@ def cmd_save(args: argparse.Namespace) -> int:
     except StoreError as exc:
         raise UsageError(f"scenario save: {exc.message}") from None
     if args.json:
-        _print_json({k: v for k, v in _record_json(record).items() if k != "scenario"})
+        print_json({k: v for k, v in _record_json(record).items() if k != "scenario"})
     else:
         print(record.id)
     print(f"saved {record.link} in {store.url}", file=sys.stderr)
@@ -108,7 +114,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         record = default_store().get(args.id)
     except StoreError as exc:
         raise UsageError(f"argument ID: {exc.message}") from None
-    _print_json(record.scenario.model_dump(mode="json") if args.scenario_only
+    print_json(record.scenario.model_dump(mode="json") if args.scenario_only
                 else _record_json(record))
     return 0
 
@@ -123,7 +129,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     except StoreError as exc:
         raise UsageError(f"scenario list: {exc.message}") from None
     if args.json:
-        _print_json([{"id": r.id, "link": f"?s={r.id}", "name": r.name,
+        print_json([{"id": r.id, "link": f"?s={r.id}", "name": r.name,
                       "description": r.description, "created_at": r.created_at.isoformat()}
                      for r in rows])
         return 0

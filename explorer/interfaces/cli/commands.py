@@ -1,0 +1,222 @@
+"""The commands: evaluate, recommend, sweep, kernel, presets, schema, validate (`scenario …` is
+in scenario.py). Each is a thin caller of the Python API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from explorer.analysis.evaluate import evaluate
+from explorer.analysis.recommend import recommend
+from explorer.analysis.sweep import sweep
+from explorer.interfaces.cli import scenario as scenario_commands
+from explorer.interfaces.cli.options import (
+    Parser,
+    UsageError,
+    add_scenario_options,
+    print_json,
+    scenario_from_args,
+    sweep_axes,
+)
+from explorer.measured import validate_path
+from explorer.model.kernels import attention_time, gemm_time
+from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
+from explorer.specs.hardware import HardwareSpec
+from explorer.specs.scenario import scenario_json_schema
+from explorer.specs.settings import DTYPE_OPTIONS, KV_DTYPE_OPTIONS
+
+MAX_GRID_POINTS = 2_000_000
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="python -m explorer", description="SpecDec Explorer command line")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    ev = sub.add_parser("evaluate", help="evaluate one scenario")
+    add_scenario_options(ev, lists=False)
+    scenario_commands.add_scenario_id_option(ev)
+    scenario_commands.add_parser(sub)
+    add_scenario_options(sub.add_parser("recommend", help="rank mechanisms × D"), lists=False)
+    sw = sub.add_parser("sweep", help="grid over B, D, G, S, mechanism → CSV/Parquet")
+    add_scenario_options(sw, lists=True)
+    sw.add_argument("--out", help="write to FILE (.parquet or .csv) instead of CSV on stdout")
+    sub.add_parser("presets", help="list preset names").add_argument("--json", action="store_true")
+    sub.add_parser("schema", help="print the scenario JSON schema")
+    v = sub.add_parser("validate", help="recognise and check a measured-data file")
+    v.add_argument("file")
+    v.add_argument("--json", action="store_true")
+    k = sub.add_parser("kernel", help="one kernel's predicted time")
+    ksub = k.add_subparsers(dest="kernel", required=True, parser_class=Parser)
+    kg = ksub.add_parser("gemm")
+    for flag in ("--m", "--n", "--k"):
+        kg.add_argument(flag, type=int, required=True)
+    kg.add_argument("--dtype", choices=list(DTYPE_OPTIONS), default="bf16")
+    ka = ksub.add_parser("attention")
+    for flag, default in (("--batch", None), ("--context", None), ("--q-heads", None),
+                          ("--kv-heads", None), ("--head-dim", 128), ("--q-len", 1)):
+        ka.add_argument(flag, type=int, required=default is None, default=default)
+    ka.add_argument("--kv-dtype", choices=list(KV_DTYPE_OPTIONS), default="bf16")
+    for kp in (kg, ka):
+        kp.add_argument("--hardware", default="h200")
+        kp.add_argument("--json", action="store_true")
+    return p
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    result = validate_path(args.file)
+    if args.json:
+        print_json(result.model_dump(include={"format", "summary", "problems"}))
+    else:
+        print(f"{args.file}: {result.format} — {result.summary}")
+        for p in result.problems:
+            where = ", ".join(x for x in (p.row is not None and f"row {p.row}",
+                                          p.field and f"field {p.field}") if x)
+            print(f"  {p.severity}: {where + ': ' if where else ''}{p.message}")
+    return 0 if result.ok else 2
+
+
+def fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    base = scenario_commands.stored_scenario_base(args) if args.scenario_id else None
+    ev = evaluate(scenario_from_args(args, base=base))
+    if args.json:
+        print_json(ev.model_dump())
+        return 0
+    print(f"speedup            {fmt(ev.speedup)}×"
+          f"  (launch-bound ≈ {fmt(ev.speedup_launch_bound)}×)")
+    print(f"acceptance length  {fmt(ev.acceptance_length)}  [{ev.acceptance_source}]")
+    print(f"T_verif base/spec  {ev.t_verif_base_s * 1e3:.3f} / {ev.t_verif_spec_s * 1e3:.3f} ms")
+    print(f"T_draft            {ev.t_draft_s * 1e3:.3f} ms")
+    print(f"tokens/s per user  {fmt(ev.tokens_per_s_per_user)}  "
+          f"(no spec {ev.baseline_tokens_per_s_per_user:.1f})")
+    print(f"tokens/s per GPU   {fmt(ev.tokens_per_s_per_gpu)}  "
+          f"(no spec {ev.baseline_tokens_per_s_per_gpu:.1f})")
+    print(f"attention fraction {ev.attention_fraction:.1%}")
+    print(f"memory per GPU     {ev.memory_bytes / 1e9:.1f} / {ev.hbm_bytes / 1e9:.0f} GB"
+          f"  ({'fits' if ev.fits_in_memory else 'DOES NOT FIT'})")
+    return 0
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    scenario = scenario_from_args(args)
+    rec = recommend(scenario)
+    if args.json:
+        print_json({
+            "sources": evaluate(scenario).sources,
+            "best": rec.best.model_dump() if rec.best else None,
+            "ranking": [o.model_dump() for o in rec.ranking],
+            "guidelines": [g.model_dump() for g in rec.guidelines],
+            "explanation": rec.explanation,
+            "unavailable": rec.unavailable,
+        })
+        return 0
+    for g in rec.guidelines:
+        print(f"[{g.id}] {g.text}")
+    print()
+    print(rec.explanation)
+    for o in rec.ranking[:10]:
+        print(f"  {o.mechanism:<9} D={o.draft_len:<3} {o.speedup:6.3f}×"
+              f"  AL {o.acceptance_length:.2f}"
+              f"  draft {o.draft_overhead_fraction:.0%}  {o.training}")
+    for slug, why in rec.unavailable.items():
+        print(f"  {slug:<9} unavailable: {why}")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    axes = sweep_axes(args)
+    n_points = int(np.prod([len(v) for v in axes.values()]))
+    if n_points > MAX_GRID_POINTS:
+        raise UsageError(f"the grid has {n_points} points; the limit is {MAX_GRID_POINTS}")
+    scenario = scenario_from_args(args, {field: v[0] for field, v in axes.items()})
+    df = sweep(scenario, **axes)  # the axes are named like the Scenario fields
+    if args.out:
+        out = Path(args.out)
+        if out.suffix == ".parquet":
+            df.to_parquet(out, index=False)
+        else:
+            df.to_csv(out, index=False)
+        print(f"wrote {len(df)} rows to {out}", file=sys.stderr)
+    else:
+        df.to_csv(sys.stdout, index=False)
+    return 0
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    data = {
+        "hardware": {k: v.name for k, v in hardware_presets().items()},
+        "models": {k: f"{v.name} ({v.role})" for k, v in model_presets().items()},
+        "mechanisms": {k: v.name for k, v in mechanism_presets().items()},
+        "al_curves": list(sample_curves()),
+    }
+    if args.json:
+        print_json(data)
+        return 0
+    for group, items in data.items():
+        print(f"{group}:")
+        if isinstance(items, dict):
+            for slug, name in items.items():
+                print(f"  {slug:<18} {name}")
+        else:
+            for key in items:
+                print(f"  {key}")
+    return 0
+
+
+def _hardware(slug: str) -> HardwareSpec:
+    hw = hardware_presets().get(slug)
+    if hw is None:
+        raise UsageError(f"argument --hardware: unknown '{slug}'; known: "
+                         + ", ".join(hardware_presets()))
+    return hw
+
+
+def cmd_kernel(args: argparse.Namespace) -> int:
+    hw = _hardware(args.hardware)
+    if args.kernel == "gemm":
+        for flag in ("m", "n", "k"):
+            if getattr(args, flag) < 1:
+                raise UsageError(f"argument --{flag}: must be ≥ 1")
+        kt = gemm_time(hw, args.m, args.n, args.k, args.dtype)
+        shape = {"m": args.m, "n": args.n, "k": args.k, "dtype": args.dtype}
+    else:
+        for flag in ("batch", "context", "q_heads", "kv_heads", "head_dim", "q_len"):
+            if getattr(args, flag) < 1:
+                raise UsageError(f"argument --{flag.replace('_', '-')}: must be ≥ 1")
+        if args.q_heads % args.kv_heads:
+            raise UsageError("argument --kv-heads: must divide --q-heads")
+        group = args.q_heads / args.kv_heads
+        kt = attention_time(hw, args.batch, args.context, args.kv_heads, group, args.q_len,
+                            args.head_dim, kv_dtype=args.kv_dtype)
+        shape = {"batch": args.batch, "context": args.context, "q_heads": args.q_heads,
+                 "kv_heads": args.kv_heads, "head_dim": args.head_dim, "q_len": args.q_len}
+    t = float(kt.time_s)
+    out = {
+        "kernel": args.kernel, "hardware": hw.slug, **shape, "time_s": t,
+        "achieved_tflops": float(kt.flops) / t / 1e12,
+        "achieved_bytes_per_s": float(kt.bytes) / t,
+        "bound": "compute" if bool(kt.compute_bound) else "memory",
+        "at_kernel_floor": bool(kt.at_floor),
+    }
+    if args.json:
+        print_json(out)
+    else:
+        print(f"{args.kernel} on {hw.name}: {t * 1e6:.2f} µs, {out['achieved_tflops']:.1f} TFLOP/s,"
+              f" {out['achieved_bytes_per_s'] / 1e12:.2f} TB/s, {out['bound']}-bound"
+              + (" (at the kernel floor)" if out["at_kernel_floor"] else ""))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    print(scenario_json_schema())
+    return 0
+
+
+COMMANDS = {"validate": cmd_validate, "evaluate": cmd_evaluate, "recommend": cmd_recommend,
+            "sweep": cmd_sweep, "presets": cmd_presets, "kernel": cmd_kernel,
+            "scenario": scenario_commands.cmd_scenario, "schema": cmd_schema}

@@ -1,0 +1,247 @@
+"""The command line's parser and scenario options, derived from the setting declarations
+(explorer/specs/settings.py): each setting with a flag is an option, its field's errors name
+that flag, and the settings the sweep lists take lists and ranges."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+from pydantic import ValidationError
+
+from explorer.calibration import fit_kernel_efficiencies, fit_step_overheads
+from explorer.measured import ParseResult, validate_path
+from explorer.measured.scenario_curve import (
+    as_measured_curve,
+    as_measured_kernels,
+    as_measured_steps,
+)
+from explorer.model.grid import scenario_model
+from explorer.presets import preset_table
+from explorer.specs.scenario import Acceptance, Scenario
+from explorer.specs.settings import SETTINGS, Setting, rejected_field
+
+# Settings of the Scenario with a flag (evaluate, recommend, sweep, scenario save), and view-only
+# ones with a flag (scenario save: they go into the saved view).
+SCENARIO_SETTINGS: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.field and s.flag)
+VIEW_SETTINGS: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.field is None and s.flag)
+SWEEP_SETTINGS: tuple[Setting, ...] = tuple(s for s in SCENARIO_SETTINGS if s.sweep)
+
+# Scenario field → the flag that sets it, so errors name what the user typed. Acceptance and
+# measured data have the CLI's own flags.
+FLAG_OF_FIELD: dict[str, str] = {
+    **{s.field: s.flag for s in SETTINGS if s.field and s.flag},
+    "acceptance": "--alpha/--al", "alpha": "--alpha", "fixed_al": "--al",
+    "al_file": "--al-file", "timings_file": "--timings-file",
+}
+
+
+class UsageError(Exception):
+    """A bad flag or value: printed as one line, exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, allow_nan=False, default=str))
+
+
+def parse_int_list(text: str, flag: str, lo: int, hi: int) -> list[int]:
+    """'1,8,64' or '0:32' (inclusive) or '1:4096:x2' (geometric) or '0:32:4' (step)."""
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if ":" in part:
+                bits = part.split(":")
+                start, stop = int(bits[0]), int(bits[1])
+                step = bits[2] if len(bits) > 2 else "1"
+                if step.startswith("x"):
+                    factor = int(step[1:])
+                    if factor < 2:
+                        raise ValueError
+                    v = start
+                    while v <= stop:
+                        out.append(v)
+                        v *= factor
+                else:
+                    if int(step) < 1:
+                        raise ValueError
+                    out.extend(range(start, stop + 1, int(step)))
+            else:
+                out.append(int(part))
+    except ValueError:
+        raise UsageError(
+            f"argument {flag}: invalid list or range '{text}' (use 1,8,64 or 0:32 or 1:4096:x2)"
+        ) from None
+    if not out:
+        raise UsageError(f"argument {flag}: empty list '{text}'")
+    bad = [v for v in out if not lo <= v <= hi]
+    if bad:
+        raise UsageError(f"argument {flag}: value {bad[0]} is outside [{lo}, {hi}]")
+    return sorted(set(out))
+
+
+
+def _help(s: Setting, listed: bool) -> str:
+    text = s.description + (f" [{s.unit}]" if s.unit else "")
+    if s.presets is not None:
+        text += " (see `presets`)"
+    if listed:
+        text += ": list or range" if s.value_type is int else ": comma list"
+    return text
+
+
+def add_scenario_options(p: argparse.ArgumentParser, lists: bool) -> None:
+    """--scenario FILE, one flag per declared setting, the acceptance and measured-data flags,
+    --json. With `lists` (sweep), the sweep's settings take lists."""
+    p.add_argument("--scenario", metavar="FILE.json", help="scenario JSON; flags override it")
+    for s in SCENARIO_SETTINGS:
+        listed = lists and s.sweep
+        if listed:
+            p.add_argument(str(s.flag), help=_help(s, listed))
+        elif s.value_type is str and s.options:  # a str setting's options are its Literal
+            p.add_argument(str(s.flag), choices=list(s.options), help=_help(s, listed))
+        else:
+            p.add_argument(str(s.flag), type=s.value_type, help=_help(s, listed))
+    acc = p.add_mutually_exclusive_group()
+    acc.add_argument("--alpha", type=float, help="i.i.d. acceptance rate α in [0, 1]")
+    acc.add_argument("--al", type=float, help="a fixed AL at the given D (1 ≤ AL ≤ 1+D)")
+    p.add_argument("--al-file", metavar="FILE",
+                   help="measured AL data (any format `validate` knows): the curve for the "
+                   "mechanism becomes the AL source")
+    p.add_argument("--timings-file", metavar="FILE",
+                   help="measured kernel or step timings: calibrates the hardware preset")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def add_view_options(p: argparse.ArgumentParser) -> None:
+    """The view-only settings with a flag (SLO, GPU price), for a saved scenario's view."""
+    for s in VIEW_SETTINGS:
+        p.add_argument(str(s.flag), type=s.value_type, help=s.description)
+
+
+def flag_for(loc: tuple[Any, ...]) -> str:
+    for part in reversed(loc):
+        if isinstance(part, str) and part in FLAG_OF_FIELD:
+            return FLAG_OF_FIELD[part]
+    return "--scenario" if not loc else ".".join(str(x) for x in loc)
+
+
+def sweep_axes(args: argparse.Namespace) -> dict[str, Any]:
+    """The sweep's listed settings (field → values, checked); their flags are cleared, so the
+    scenario is built from the other flags and each axis' first value."""
+    axes: dict[str, Any] = {}  # field → list of values
+    for s in SWEEP_SETTINGS:
+        text = getattr(args, s.dest, None)
+        setattr(args, s.dest, None)
+        if not text or s.field is None:
+            continue
+        if s.value_type is int:
+            lo, hi = s.bounds
+            axes[s.field] = parse_int_list(text, str(s.flag), int(lo or 0), int(hi or 0))
+            continue
+        items = [x.strip() for x in text.split(",")]
+        known = preset_table(s.presets) if s.presets is not None else {}
+        for x in items:
+            if x not in known:
+                raise UsageError(f"argument {s.flag}: unknown '{x}'; known: " + ", ".join(known))
+        axes[s.field] = items
+    return axes
+
+
+def scenario_from_args(args: argparse.Namespace, overrides: dict[str, object] | None = None,
+                       base: Mapping[str, Any] | None = None) -> Scenario:
+    """The scenario of the flags over --scenario FILE (or `base`, a saved scenario)."""
+    fields: dict[str, Any] = dict(base or {})
+    if args.scenario:
+        try:
+            fields = json.loads(Path(args.scenario).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"argument --scenario: cannot read '{args.scenario}': {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"argument --scenario: '{args.scenario}' is not JSON: {exc}") from None
+        if not isinstance(fields, dict):
+            raise UsageError("argument --scenario: the file must hold a JSON object")
+    for s in SCENARIO_SETTINGS:
+        value = getattr(args, s.dest, None)
+        if value is not None and s.field is not None:
+            fields[s.field] = value
+    if overrides:
+        fields.update(overrides)
+    if args.alpha is not None:
+        fields["acceptance"] = {"kind": "iid", "alpha": args.alpha}
+    elif args.al is not None:
+        fields["acceptance"] = {"kind": "fixed", "fixed_al": args.al}
+    try:
+        scenario = Scenario.model_validate(fields)
+    except ValidationError as exc:
+        loc, msg = rejected_field(exc)  # checks across fields name theirs (W ≥ 1+D)
+        raise UsageError(f"argument {flag_for(loc)}: {msg}") from None
+    if getattr(args, "al_file", None):
+        scenario = _with_al_file(scenario, args.al_file)
+    if getattr(args, "timings_file", None):
+        scenario = _with_timings_file(scenario, args.timings_file)
+    return scenario
+
+
+def _load(path: str, flag: str) -> ParseResult:
+    result = validate_path(path)
+    if not result.ok:
+        errors = [p for p in result.problems if p.severity == "error"]
+        first = errors[0] if errors else None
+        where = f" (row {first.row}, field {first.field})" if first else ""
+        raise UsageError(f"argument {flag}: '{path}' is not valid {result.format}: "
+                         f"{len(errors)} problem(s){where}: "
+                         f"{first.message if first else result.summary}; run `validate` for all")
+    return result
+
+
+def _with_al_file(scenario: Scenario, path: str) -> Scenario:
+    result = _load(path, "--al-file")
+    curves = [c for c in result.curves if c.mechanism == scenario.mechanism] or [
+        c for c in result.curves if c.mechanism is None]
+    if not curves:
+        have = sorted({c.mechanism or "?" for c in result.curves})
+        raise UsageError(f"argument --al-file: no curve for mechanism '{scenario.mechanism}' in "
+                         f"'{path}' (it has: {', '.join(have) or 'no curves'})")
+    curve = as_measured_curve(curves[0])
+    return scenario.model_copy(update={"acceptance": Acceptance(kind="curve", curve=curve)})
+
+
+def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
+    result = _load(path, "--timings-file")
+    model = scenario_model(scenario)
+    if result.kernel_timings is not None:
+        t = result.kernel_timings
+        cal = fit_kernel_efficiencies(model.r.hardware, t.gemm if t.gemm.time_s else None,
+                                      t.attention if t.attention.time_s else None)
+        label = f"{cal.overrides.label} from {path}; MAPE {cal.mape_before:.1f}% → " \
+                f"{cal.mape_after:.1f}%"
+        overrides = cal.overrides.model_copy(update={"label": label[:200]})
+        # Calibrated efficiencies cover every kernel; measured shapes are used as measured.
+        scenario = scenario.model_copy(
+            update={"measured_kernels": as_measured_kernels(t, f"file {path}")})
+    elif result.step_timings is not None:
+        s = result.step_timings
+        d = np.asarray(s.draft_len)
+        width = np.asarray(s.verify_tokens) if s.verify_tokens else 1 + d
+        step = fit_step_overheads(model, np.asarray(s.batch), width, scenario.context,
+                                  np.asarray(s.step_time_s))
+        label = f"step overhead fitted to {len(d)} step times from {path}; MAPE " \
+                f"{step.mape_before:.1f}% → {step.mape_after:.1f}%"
+        overrides = step.overrides.model_copy(update={"label": label[:200]})
+        scenario = scenario.model_copy(
+            update={"measured_steps": as_measured_steps(s, f"file {path}")})
+    else:
+        raise UsageError(f"argument --timings-file: '{path}' holds no timings ({result.format})")
+    return scenario.model_copy(update={"hardware_overrides": overrides})
+
+

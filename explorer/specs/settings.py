@@ -1,0 +1,197 @@
+"""One declaration per scenario setting; everything that shows or reads a setting derives from it.
+
+A `Setting` says what the setting is (its `Scenario` field, or none for view-only settings such as
+the SLO and the GPU price), its type, unit, range and default, and how each interface spells it:
+URL key, CLI flag, widget label, kind and choices, and which view value stands for "no override"
+(URL `g=0` ↔ `Scenario.group = None`). From `SETTINGS` derive:
+
+- the `Scenario` fields' defaults, bounds and descriptions (`setting_field`), hence its JSON schema;
+- the URL codec and the stored view (explorer/interfaces/view_state.py: PARAMS, decode, encode,
+  scenario_from_view, view_of_scenario, decode_view);
+- the CLI's scenario options, its flag-of-field map, the override loop and the sweep's list
+  options (explorer/interfaces/cli/options.py);
+- the sidebar widgets (explorer/ui/controls.py loops over SETTINGS; format functions and captions,
+  which are presentation only, stay there).
+
+Acceptance is a composite: its view settings (`acc`, `a`, `curve`) are declared here without a
+field, and view_state.py holds the one conversion each way (`acceptance_from_view`,
+`view_of_acceptance`).
+
+Recipe for the next setting (this is how verify width W, URL `w`, was added):
+1. add its `Setting(...)` to SETTINGS below, where its widget should appear: a new URL key (short,
+   never reused: links are versioned), a CLI flag, a label, a kind with its options or range, the
+   default, and `none_value` if the view spells the field's None with a value (0, "");
+2. declare the field in `Scenario` (explorer/specs/scenario.py) with its annotation and
+   `= setting_field("<field>")` — tests/unit/test_settings.py checks that the two agree;
+3. use the field in the model (explorer/model).
+The schema, link, stored view, CLI flag and widget then exist and are tested for every setting.
+A rule between settings (W ≥ 1+D) belongs in `Scenario`'s validator: a link or a saved view that
+breaks it falls back to the setting's default with a message naming it (view_state.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from explorer.base.limits import MAX_DRAFT_LEN, VIEW_MAX_DRAFT_LEN
+
+Scalar = int | float | str
+WidgetKind = Literal["select", "select_slider", "slider", "radio", "number"]
+# Preset tables a setting can take its choices from (resolved by explorer.presets.preset_table).
+PresetTable = Literal["hardware", "model", "mechanism", "sample_curve"]
+
+BATCH_OPTIONS: tuple[int, ...] = (
+    1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536,
+    2048, 3072, 4096,
+)
+CONTEXT_OPTIONS: tuple[int, ...] = tuple(2**k for k in range(10, 21))  # 1K … 1M tokens
+VERIFY_WIDTH_OPTIONS: tuple[int, ...] = (0, 4, 8, 16, 32, 48, 64, 96, 128, 256)  # 0 = chain
+GROUP_OPTIONS: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64, 128)  # 0 = the preset's G
+LAYER_OPTIONS: tuple[int, ...] = (0, *range(1, 161))  # 0 = the preset's L_target
+RHO_OPTIONS: tuple[float, ...] = (
+    0.0, 0.005, 0.01, 0.0125, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0
+)  # 0.0 = the mechanism's own ρ
+TP_OPTIONS: tuple[int, ...] = (1, 2, 4, 8, 16)
+DTYPE_OPTIONS: tuple[str, ...] = ("bf16", "fp8", "fp4")
+KV_DTYPE_OPTIONS: tuple[str, ...] = ("bf16", "fp8")
+ACCEPTANCE_OPTIONS: tuple[str, ...] = ("prior", "alpha", "sample", "upload")
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str  # URL parameter and widget key: part of versioned links and saved views
+    name: str  # short name in messages ("batch B")
+    label: str  # widget label
+    value_type: type[int] | type[float] | type[str]
+    default: Scalar  # the view's value (URL, widget, stored view)
+    section: str  # the sidebar group the widget is in
+    field: str | None = None  # Scenario field; None for a view-only setting
+    description: str = ""  # the Scenario field's description (JSON schema), CLI help
+    unit: str = ""
+    help: str | None = None  # widget tooltip
+    kind: WidgetKind = "select"
+    options: tuple[Scalar, ...] = ()  # the discrete choices of the widget and of links
+    presets: PresetTable | None = None  # choices are this preset table's slugs
+    view_range: tuple[float, float] | None = None  # a continuous widget's and link's range
+    step: float | None = None
+    bounds: tuple[float | None, float | None] = (None, None)  # the Scenario's ge / le
+    none_value: Scalar | None = None  # the view value that means Scenario None ("no override")
+    none_label: str = ""  # what that value shows as
+    overrides_preset: bool = False  # replaces a number of the model/mechanism preset
+    symbol: str = ""  # short mention, e.g. in "Override of the preset: G"
+    applies_when: tuple[str, Scalar] | None = None  # only meaningful when that setting has that
+    flag: str | None = None  # CLI flag (scenario options; view-only ones on `scenario save`)
+    sweep: bool = False  # `sweep` takes a list or range for it
+
+    @property
+    def scenario_default(self) -> Scalar | None:
+        return None if self.none_value is not None and self.default == self.none_value \
+            else self.default
+
+    def to_field(self, value: Any) -> Any:
+        """The view value as the Scenario field's value."""
+        return None if self.none_value is not None and value == self.none_value else value
+
+    def to_view(self, value: Any) -> Any:
+        """The Scenario field's value as the view value."""
+        return self.none_value if value is None else value
+
+    @property
+    def dest(self) -> str:
+        """The argparse attribute of the flag."""
+        return (self.flag or "").removeprefix("--").replace("-", "_")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("hw", "hardware", "Hardware", str, "h200", "Scenario", field="hardware",
+            description="hardware preset slug", presets="hardware", flag="--hardware"),
+    Setting("m", "target model", "Target model", str, "llama-3.1-70b", "Scenario", field="model",
+            description="target model preset slug", presets="model", flag="--model"),
+    Setting("mech", "mechanism", "Draft mechanism", str, "eagle3", "Scenario",
+            field="mechanism", description="draft mechanism slug", presets="mechanism",
+            flag="--mechanism", sweep=True),
+    Setting("dm", "draft model", "Draft model", str, "", "Scenario", field="draft_model",
+            description="draft model slug (external)", presets="model", none_value="",
+            none_label="default for the target", applies_when=("mech", "external"),
+            flag="--draft-model"),
+    Setting("b", "batch B", "Batch B (sequences, log scale)", int, 32, "The article's knobs",
+            field="batch", description="B, concurrent sequences", unit="sequences",
+            kind="select_slider", options=BATCH_OPTIONS, bounds=(1, 65536), symbol="B",
+            flag="--batch", sweep=True),
+    Setting("d", "draft length D", "Draft length D", int, 3, "The article's knobs",
+            field="draft_len", description="D, tokens drafted", unit="tokens", kind="slider",
+            view_range=(0, VIEW_MAX_DRAFT_LEN), step=1, bounds=(0, MAX_DRAFT_LEN), symbol="D",
+            flag="--draft-len", sweep=True),
+    Setting("w", "verify width W", "Verify width W (tokens per sequence, trees)", int, 0,
+            "The article's knobs", field="verify_width",
+            description="W, tokens verified per sequence (trees); ≥ 1+D", unit="tokens",
+            help="Tokens the target verifies per sequence in one step: a chain draft verifies "
+            "1+D, a tree draft more (W ≥ 1+D).",
+            kind="select_slider", options=VERIFY_WIDTH_OPTIONS, bounds=(1, 1024), none_value=0,
+            none_label="chain (1+D)", symbol="W", flag="--verify-width"),
+    Setting("g", "group G", "Group G (query heads per KV head)", int, 0, "The article's knobs",
+            field="group", description="G override (q per KV head)", kind="select_slider",
+            options=GROUP_OPTIONS, bounds=(1, 256), none_value=0, none_label="preset",
+            overrides_preset=True, symbol="G", flag="--group", sweep=True),
+    Setting("L", "L_target", "L_target (layers)", int, 0, "The article's knobs", field="layers",
+            description="L_target override", unit="layers", kind="select_slider",
+            options=LAYER_OPTIONS, bounds=(1, 1000), none_value=0, none_label="preset",
+            overrides_preset=True, symbol="L_target", flag="--layers"),
+    Setting("rho", "ρ", "ρ = L_draft / L_target", float, 0.0, "The article's knobs", field="rho",
+            description="ρ = L_draft/L_target override", kind="select_slider",
+            options=RHO_OPTIONS, bounds=(0, 4), none_value=0.0, none_label="mechanism's own",
+            overrides_preset=True, symbol="ρ", flag="--rho"),
+    Setting("ctx", "context S", "Context S (KV tokens per sequence)", int, 8192, "Workload",
+            field="context", description="S, KV tokens per sequence", unit="tokens",
+            kind="select_slider", options=CONTEXT_OPTIONS, bounds=(1, 2_000_000), symbol="S",
+            flag="--context", sweep=True),
+    Setting("tp", "TP degree", "Tensor parallel (GPUs)", int, 2, "Workload", field="tp",
+            description="tensor-parallel degree", unit="GPUs", options=TP_OPTIONS,
+            bounds=(1, 64), flag="--tp"),
+    Setting("dt", "dtype", "Weights dtype", str, "bf16", "Workload", field="dtype",
+            description="weight/GEMM dtype", options=DTYPE_OPTIONS, flag="--dtype"),
+    Setting("kv", "KV dtype", "KV-cache dtype", str, "bf16", "Workload", field="kv_dtype",
+            description="KV-cache dtype", options=KV_DTYPE_OPTIONS, flag="--kv-dtype"),
+    # Acceptance: view settings of the composite Scenario.acceptance (see view_state.py).
+    Setting("acc", "acceptance source", "AL source", str, "prior", "Acceptance",
+            help="prior: the mechanism's prior fitted to published curves; alpha: i.i.d. α; "
+            "sample: a shipped measured curve; upload: a curve you uploaded on the Data page",
+            kind="radio", options=ACCEPTANCE_OPTIONS),
+    Setting("a", "α", "α (i.i.d. acceptance rate)", float, 0.7, "Acceptance", kind="slider",
+            view_range=(0.0, 0.99), step=0.01, applies_when=("acc", "alpha")),
+    Setting("curve", "sample curve", "Sample curve (mechanism/model/dataset)", str, "",
+            "Acceptance", presets="sample_curve", none_value="", none_label="— pick one —",
+            applies_when=("acc", "sample")),
+    # View-only targets: they shape the Pareto and cost answers, not the scenario.
+    Setting("slo", "per-user SLO (tokens/s)", "Per-user speed target (tokens/s)", float, 30.0,
+            "Targets", description="per-user speed target (tokens/s) for the view",
+            unit="tokens/s", kind="number", view_range=(0.0, 100000.0), step=5.0, flag="--slo"),
+    Setting("usd", "GPU price ($/h)", "GPU price ($ per GPU-hour, yours)", float, 0.0, "Targets",
+            description="GPU price ($ per GPU-hour) for the view", unit="$/GPU-hour",
+            kind="number", view_range=(0.0, 1000.0), step=0.5, flag="--usd"),
+)
+SETTING_BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
+SETTING_OF_FIELD: dict[str, Setting] = {s.field: s for s in SETTINGS if s.field}
+
+
+def setting_field(field: str) -> Any:
+    """The pydantic Field of a Scenario field, from its declaration (the annotation stays in the
+    class, where type checkers read it)."""
+    s = SETTING_OF_FIELD[field]
+    lo, hi = s.bounds
+    return Field(default=s.scenario_default, ge=lo, le=hi, description=s.description)
+
+
+def rejected_field(exc: ValidationError) -> tuple[tuple[str | int, ...], str]:
+    """Where in the Scenario a validation error is (field path) and its message without
+    pydantic's prefix. Checks across fields (W ≥ 1+D) name their field as "field: message"."""
+    err = exc.errors()[0]
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    loc = tuple(err["loc"])
+    if loc:
+        return loc, msg
+    field, sep, rest = msg.partition(": ")
+    return ((field,), rest) if sep and field.isidentifier() else ((), msg)
