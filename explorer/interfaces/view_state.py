@@ -172,11 +172,7 @@ def scenario_from_view(values: Mapping[str, Any], uploaded: MeasuredCurve | None
     if kind == "alpha":
         acc = Acceptance(kind="iid", alpha=values["a"])
     elif kind == "sample" and values["curve"]:
-        c = sample_curves()[values["curve"]]
-        acc = Acceptance(kind="curve", curve=MeasuredCurve(
-            label=f"{c.drafter} on {c.model}, {c.dataset}",
-            draft_lens=c.draft_lens, acceptance_lengths=c.acceptance_lengths, source=c.source[:500],
-        ))
+        acc = Acceptance(kind="curve", curve=sample_curves()[values["curve"]])
     elif kind == "upload" and uploaded is not None:
         acc = Acceptance(kind="curve", curve=uploaded)
     return Scenario(

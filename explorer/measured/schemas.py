@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from explorer.measured._common import Collector
+from explorer.measured._problems import Collector
 
 
 class _FileModel(BaseModel):

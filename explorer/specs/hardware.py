@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
-Dtype = Literal["bf16", "fp8", "fp4"]
-BYTES_PER_ELEMENT: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
+from explorer.base.dtypes import BYTES_PER_ELEMENT
 
 
 class HardwareSpec(BaseModel):

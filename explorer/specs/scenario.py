@@ -7,30 +7,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from explorer.base.limits import MAX_CURVE_POINTS, MAX_DRAFT_LEN, MAX_MEASURED_ROWS
+from explorer.base.dtypes import KvDtype, WeightDtype
+from explorer.base.limits import MAX_DRAFT_LEN
 from explorer.specs.hardware import HardwareOverrides
+from explorer.specs.measured import AcceptanceCurve, KernelTimings, StepTimings, al_within_bounds
 
-
-class MeasuredCurve(BaseModel):
-    """A measured AL(D) curve with its provenance (an upload or a shipped sample)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    label: str = Field(default="measured", max_length=200)
-    draft_lens: tuple[int, ...] = Field(min_length=1, max_length=MAX_CURVE_POINTS)
-    acceptance_lengths: tuple[float, ...] = Field(min_length=1, max_length=MAX_CURVE_POINTS)
-    source: str = Field(default="", max_length=500)
-
-    @model_validator(mode="after")
-    def _check(self) -> MeasuredCurve:
-        if len(self.draft_lens) != len(self.acceptance_lengths):
-            raise ValueError("draft_lens and acceptance_lengths differ in length")
-        if list(self.draft_lens) != sorted(set(self.draft_lens)) or self.draft_lens[0] < 1:
-            raise ValueError("draft_lens must be strictly increasing integers ≥ 1")
-        for d, al in zip(self.draft_lens, self.acceptance_lengths, strict=True):
-            if not 1.0 <= al <= 1.0 + d:
-                raise ValueError(f"AL {al} at D={d} is outside [1, 1+D] = [1, {1 + d}]")
-        return self
+# The public name of the scenario's AL curve before the measured types were unified.
+MeasuredCurve = AcceptanceCurve
 
 
 class Acceptance(BaseModel):
@@ -41,7 +24,7 @@ class Acceptance(BaseModel):
     kind: Literal["prior", "iid", "fixed", "curve"] = "prior"
     alpha: float | None = Field(default=None, ge=0, le=1, description="i.i.d. acceptance rate")
     fixed_al: float | None = Field(default=None, ge=1, description="AL at the scenario's D")
-    curve: MeasuredCurve | None = None
+    curve: AcceptanceCurve | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Acceptance:
@@ -54,54 +37,6 @@ class Acceptance(BaseModel):
         return self
 
 
-class MeasuredGemm(BaseModel):
-    """Measured GEMM latencies: they replace the roofline for matching (n, k, dtype) shapes."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    m: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    n: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    k: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    dtype: tuple[str, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    time_s: tuple[float, ...] = Field(max_length=MAX_MEASURED_ROWS)
-
-
-class MeasuredAttention(BaseModel):
-    """Measured decode/verify attention latencies (one layer's kernel)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    batch: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    context: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    q_heads: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    kv_heads: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    head_dim: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    q_len: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    time_s: tuple[float, ...] = Field(max_length=MAX_MEASURED_ROWS)
-
-
-class MeasuredKernels(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    gemm: MeasuredGemm | None = None
-    attention: MeasuredAttention | None = None
-    source: str = Field(default="", max_length=500)
-
-
-class MeasuredSteps(BaseModel):
-    """Measured decode steps by (B, D); D = 0 is plain decoding. With `includes_draft` a row is
-    a whole round T_verif(B·(1+D)) + T_draft(B, D), else the target's verify step alone. Where
-    the table covers a point it replaces the model's time there."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    batch: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    draft_len: tuple[int, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    step_time_s: tuple[float, ...] = Field(max_length=MAX_MEASURED_ROWS)
-    includes_draft: bool = True
-    source: str = Field(default="", max_length=500)
-
-
 class Scenario(BaseModel):
     """One operating point. Preset names are slugs (`python -m explorer presets`)."""
 
@@ -111,8 +46,8 @@ class Scenario(BaseModel):
     model: str = Field(default="llama-3.1-70b", description="target model preset slug")
     mechanism: str = Field(default="eagle3", description="draft mechanism slug")
     draft_model: str | None = Field(default=None, description="draft model slug (external)")
-    dtype: Literal["bf16", "fp8", "fp4"] = Field(default="bf16", description="weight/GEMM dtype")
-    kv_dtype: Literal["bf16", "fp8"] = Field(default="bf16", description="KV-cache dtype")
+    dtype: WeightDtype = Field(default="bf16", description="weight/GEMM dtype")
+    kv_dtype: KvDtype = Field(default="bf16", description="KV-cache dtype")
     batch: int = Field(default=32, ge=1, le=65536, description="B, concurrent sequences")
     context: int = Field(default=8192, ge=1, le=2_000_000, description="S, KV tokens per sequence")
     tp: int = Field(default=2, ge=1, le=64, description="tensor-parallel degree")
@@ -125,8 +60,8 @@ class Scenario(BaseModel):
     rho: float | None = Field(default=None, ge=0, le=4, description="ρ = L_draft/L_target override")
     acceptance: Acceptance = Field(default_factory=Acceptance)
     hardware_overrides: HardwareOverrides | None = None
-    measured_kernels: MeasuredKernels | None = None
-    measured_steps: MeasuredSteps | None = None
+    measured_kernels: KernelTimings | None = None
+    measured_steps: StepTimings | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -135,7 +70,8 @@ class Scenario(BaseModel):
                 f"verify_width: W={self.verify_width} must be ≥ 1+D = {1 + self.draft_len}"
             )
         a = self.acceptance
-        if a.kind == "fixed" and a.fixed_al is not None and a.fixed_al > 1 + self.draft_len:
+        if (a.kind == "fixed" and a.fixed_al is not None
+                and not al_within_bounds(a.fixed_al, self.draft_len)):
             raise ValueError(
                 f"fixed_al: AL {a.fixed_al} is outside [1, 1+D] = [1, {1 + self.draft_len}]"
             )

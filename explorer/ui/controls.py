@@ -100,7 +100,7 @@ def sidebar() -> dict[str, Any]:
         "Sample curve (mechanism/model/dataset)", options, key="curve", bind="query-params",
         disabled=v["acc"] != "sample", format_func=lambda k: k or "— pick one —")
     if v["curve"]:
-        sb.caption(f"{curves[v['curve']].drafter} — {curves[v['curve']].source[:160]}")
+        sb.caption(curves[v["curve"]].source_text[:200])
     sb.subheader("Targets")
     v["slo"] = sb.number_input("Per-user speed target (tokens/s)", 0.0, 100000.0, 30.0, 5.0,
                                key="slo", bind="query-params")

@@ -22,7 +22,8 @@ from explorer.analysis.views import (
 from explorer.base.errors import ScenarioError
 from explorer.interfaces.view_state import scenario_from_view
 from explorer.specs.hardware import HardwareOverrides
-from explorer.specs.scenario import MeasuredCurve, Scenario
+from explorer.specs.measured import AcceptanceCurve
+from explorer.specs.scenario import Scenario
 from explorer.ui import data_page, export_panel, figures
 from explorer.ui.text import md_text
 
@@ -32,7 +33,7 @@ FALLBACKS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
+def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                    overrides: HardwareOverrides | None = None) -> tuple[Scenario, list[str]]:
     """The scenario to show; a field the model rejects is named and reset to its default."""
     notes: list[str] = []
@@ -99,7 +100,7 @@ def slo_answer(with_spec: Any, without: Any, slo: float) -> tuple[str, str]:
     return spec, base
 
 
-def current_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
+def current_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                      overrides: HardwareOverrides | None = None) -> Scenario | None:
     try:
         return build_scenario(values, uploaded, overrides)[0]
@@ -107,7 +108,7 @@ def current_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = No
         return None
 
 
-def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
+def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
            overrides: HardwareOverrides | None = None) -> None:
     st.title("SpecDec Explorer")
     st.caption("Should this deployment use speculative decoding — which drafter, which D, at "

@@ -15,11 +15,12 @@ from explorer import evaluate
 from explorer.interfaces import store
 from explorer.interfaces.store import default_store, view_of_scenario
 from explorer.specs.hardware import HardwareOverrides
-from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
+from explorer.specs.measured import AcceptanceCurve, StepTimings
+from explorer.specs.scenario import Acceptance, Scenario
 from tests.support.apptest import run_app
 
-CURVE = MeasuredCurve(label="mine.csv: eagle3 on llama-70b, chat", draft_lens=(1, 2, 3, 5, 7),
-                      acceptance_lengths=(1.7, 2.2, 2.6, 3.1, 3.4), source="file mine.csv")
+CURVE = AcceptanceCurve(label="mine.csv: eagle3 on llama-70b, chat", draft_lens=(1, 2, 3, 5, 7),
+                        acceptance_lengths=(1.7, 2.2, 2.6, 3.1, 3.4), source="file mine.csv")
 
 
 @pytest.fixture(autouse=True)
@@ -59,8 +60,8 @@ def shared_scenario() -> Scenario:
                     acceptance=Acceptance(kind="curve", curve=CURVE),
                     hardware_overrides=HardwareOverrides(gemm_compute_efficiency=0.55,
                                                          label="calibrated to my kernels"),
-                    measured_steps=MeasuredSteps(batch=(8, 8), draft_len=(0, 5),
-                                                 step_time_s=(0.012, 0.016), source="bench.csv"))
+                    measured_steps=StepTimings(batch=(8, 8), draft_len=(0, 5),
+                                               step_time_s=(0.012, 0.016), source="bench.csv"))
 
 
 def test_opening_a_link_restores_widgets_uploaded_curve_and_calibration():
