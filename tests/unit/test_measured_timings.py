@@ -93,3 +93,20 @@ def test_sample_kernel_timings_go_into_the_scenario_as_parsed_and_evaluate():
     assert mk.gemm is not None and mk.attention is not None
     ev = evaluate(Scenario(**BASE, measured_kernels=mk))
     assert ev.speedup is not None and ev.speedup > 0
+
+
+def test_attention_rows_replace_attention_of_their_kv_dtype_only():
+    hw = hardware_presets()["h100"]
+    b = np.asarray([1, 8, 64], dtype=float)
+    s = np.full(3, 4096.0)
+    fp8_times = 1.5 * attention_time(hw, b, s, 8, 4, 4, 128, kv_dtype="fp8").time_s
+    att = AttentionTimings(batch=(1, 8, 64), context=(4096,) * 3, q_heads=(32,) * 3,
+                           kv_heads=(8,) * 3, head_dim=(128,) * 3, q_len=(4,) * 3,
+                           kv_dtype=("torch.float8_e4m3fn",) * 3,
+                           time_s=tuple(float(x) for x in fp8_times))
+    table = KernelTimings(attention=att)
+    for kv_dtype, factor in (("fp8", 1.5), ("bf16", 1.0)):  # an FP8-KV table says nothing of BF16
+        ev = evaluate(Scenario(**BASE, kv_dtype=kv_dtype, measured_kernels=table))
+        plain = evaluate(Scenario(**BASE, kv_dtype=kv_dtype))
+        assert ev.breakdown["verify_spec"]["attention"] == pytest.approx(
+            factor * plain.breakdown["verify_spec"]["attention"]), kv_dtype
