@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from explorer.base.dtypes import KV_DTYPES, WEIGHT_DTYPES
 from explorer.base.limits import VIEW_MAX_DRAFT_LEN
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
 from explorer.specs.scenario import Acceptance, MeasuredCurve, Scenario
@@ -31,8 +32,8 @@ RHO_OPTIONS: tuple[float, ...] = (
     0.0, 0.005, 0.01, 0.0125, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0
 )  # 0.0 = the mechanism's own ρ
 TP_OPTIONS: tuple[int, ...] = (1, 2, 4, 8, 16)
-DTYPE_OPTIONS: tuple[str, ...] = ("bf16", "fp8", "fp4")
-KV_DTYPE_OPTIONS: tuple[str, ...] = ("bf16", "fp8")
+DTYPE_OPTIONS: tuple[str, ...] = WEIGHT_DTYPES
+KV_DTYPE_OPTIONS: tuple[str, ...] = KV_DTYPES
 ACCEPTANCE_OPTIONS: tuple[str, ...] = ("prior", "alpha", "sample", "upload")
 DRAFT_LEN_MAX = VIEW_MAX_DRAFT_LEN
 

@@ -27,7 +27,13 @@ from explorer.measured._json import json_int, json_number
 from explorer.measured._problems import Collector, finish
 from explorer.measured._time_units import TimeColumn, check_time_units
 from explorer.measured.schemas import SglangBenchSpeculativeRecord
-from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance, StepTimings
+from explorer.specs.measured import (
+    AcceptanceCurve,
+    ParseResult,
+    Provenance,
+    StepTimings,
+    al_within_bounds,
+)
 
 FORMAT = "sglang_bench_speculative"
 REQUIRED = ("batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time")
@@ -97,7 +103,7 @@ def parse_text(name: str, text: str) -> ParseResult:
         if not ok or acc is None or t is None:
             continue
         steps = ints["steps"]
-        if acc < 1.0 or acc > 1.0 + steps + 1e-9:
+        if not al_within_bounds(acc, steps):
             col.error(
                 f"acc_length {acc:g} is outside [1, {1 + steps}] for steps = {steps} "
                 f"(1 <= AL <= 1 + D)",

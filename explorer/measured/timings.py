@@ -43,6 +43,7 @@ from explorer.specs.measured import (
     ParseResult,
     Provenance,
     StepTimings,
+    al_within_bounds,
 )
 
 KERNEL_FORMAT = "kernel_timings_csv"
@@ -287,8 +288,7 @@ def parse_steps(name: str, text: str) -> ParseResult:
         draft = Numbers(verify.values - 1.0, verify.valid, verify.empty)
     assert draft is not None
     if al is not None and al_col is not None:
-        with np.errstate(invalid="ignore"):
-            over = al.valid & draft.valid & (al.values > 1.0 + draft.values + 1e-9)
+        over = al.valid & draft.valid & ~al_within_bounds(al.values, draft.values)
         for i in np.flatnonzero(over):
             col.error(
                 f"acceptance length {al.values[i]:g} exceeds 1 + D = {1 + int(draft.values[i])}",
