@@ -16,31 +16,31 @@ BoolArray = npt.NDArray[np.bool_]
 StrArray = npt.NDArray[np.str_]
 
 
-def _ro_float(x: npt.ArrayLike) -> FloatArray:
+def ro_float(x: npt.ArrayLike) -> FloatArray:
     out = np.array(x, dtype=np.float64, copy=True).reshape(-1)
     out.flags.writeable = False
     return out
 
 
-def _ro_int(x: npt.ArrayLike) -> IntArray:
+def ro_int(x: npt.ArrayLike) -> IntArray:
     out = np.array(x, dtype=np.int64, copy=True).reshape(-1)
     out.flags.writeable = False
     return out
 
 
-def _ro_bool(x: npt.ArrayLike) -> BoolArray:
+def ro_bool(x: npt.ArrayLike) -> BoolArray:
     out = np.array(x, dtype=np.bool_, copy=True).reshape(-1)
     out.flags.writeable = False
     return out
 
 
-def _ro_str(x: Sequence[str] | npt.NDArray[np.str_]) -> StrArray:
+def ro_str(x: Sequence[str] | npt.NDArray[np.str_]) -> StrArray:
     out = np.array(list(x), dtype=np.str_).reshape(-1)
     out.flags.writeable = False
     return out
 
 
-class _Result(BaseModel):
+class FrozenResult(BaseModel):
     """Frozen result; its numpy arrays are read-only copies."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -54,7 +54,8 @@ def mape(predicted: npt.ArrayLike, measured: npt.ArrayLike) -> float:
     return float(100.0 * np.mean(np.abs(p - m) / m))
 
 
-def _flat(*arrays: npt.ArrayLike) -> list[FloatArray]:
+def flat(*arrays: npt.ArrayLike) -> list[FloatArray]:
+    """The inputs broadcast against each other, as flat float arrays."""
     arrs = [np.asarray(x, dtype=np.float64) for x in arrays]
     try:
         shaped = np.broadcast_arrays(*arrs)
@@ -63,5 +64,6 @@ def _flat(*arrays: npt.ArrayLike) -> list[FloatArray]:
     return [np.asarray(x, dtype=np.float64).reshape(-1) for x in shaped]
 
 
-def _group(sm: ScenarioModel, group: npt.ArrayLike | None) -> npt.ArrayLike:
+def group_or_preset(sm: ScenarioModel, group: npt.ArrayLike | None) -> npt.ArrayLike:
+    """G as given, else the scenario's own."""
     return sm.r.group if group is None else group

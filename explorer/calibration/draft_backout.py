@@ -8,17 +8,17 @@ import numpy.typing as npt
 from explorer.calibration._shared import (
     BoolArray,
     FloatArray,
-    _flat,
-    _group,
-    _Result,
-    _ro_bool,
-    _ro_float,
+    FrozenResult,
+    flat,
+    group_or_preset,
+    ro_bool,
+    ro_float,
 )
 from explorer.model.grid import ScenarioModel
 from explorer.model.layers import total
 
 
-class DraftBackOut(_Result):
+class DraftBackOut(FrozenResult):
     """T_draft backed out of speculative step times: measured step − model T_verif(B, W)."""
 
     batch: FloatArray
@@ -50,14 +50,14 @@ def back_out_draft_cost(
     back-out means the measured step is faster than the model's verify alone: the verify model
     is too slow there (calibrate kernels and step overheads first).
     """
-    b, d, s, t = _flat(batch, draft_len, context, step_time_spec_s)
+    b, d, s, t = flat(batch, draft_len, context, step_time_spec_s)
     if t.size == 0:
         raise ValueError("back_out_draft_cost needs at least one step time")
     if not np.isfinite(t).all() or t.min() <= 0:
         raise ValueError("step_time_spec_s must be finite and > 0")
     if b.min() < 1 or d.min() < 0 or s.min() < 1:
         raise ValueError("batch and context must be >= 1, draft_len >= 0")
-    g = _group(scenario_model, group)
+    g = group_or_preset(scenario_model, group)
     width = scenario_model.verify_width(d)
     t_verif = total(scenario_model.verify(b, width, s, g))
     t_draft_model = total(scenario_model.draft(b, d, s, g))
@@ -84,14 +84,14 @@ def back_out_draft_cost(
         + (f"; {n_neg} negative" if n_neg else "")
     )
     return DraftBackOut(
-        batch=_ro_float(b), draft_len=_ro_float(d), context=_ro_float(s),
-        width=_ro_float(width),
-        t_step_measured_s=_ro_float(t),
-        t_verif_model_s=_ro_float(t_verif),
-        t_draft_measured_s=_ro_float(measured),
-        t_draft_model_s=_ro_float(t_draft_model),
-        ratio=_ro_float(ratio),
-        negative=_ro_bool(negative),
+        batch=ro_float(b), draft_len=ro_float(d), context=ro_float(s),
+        width=ro_float(width),
+        t_step_measured_s=ro_float(t),
+        t_verif_model_s=ro_float(t_verif),
+        t_draft_measured_s=ro_float(measured),
+        t_draft_model_s=ro_float(t_draft_model),
+        ratio=ro_float(ratio),
+        negative=ro_bool(negative),
         n_negative=n_neg,
         message=message,
         summary=summary,

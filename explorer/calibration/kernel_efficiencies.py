@@ -13,13 +13,13 @@ from scipy.optimize import least_squares
 from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.calibration._shared import (
     FloatArray,
+    FrozenResult,
     IntArray,
     StrArray,
-    _Result,
-    _ro_float,
-    _ro_int,
-    _ro_str,
     mape,
+    ro_float,
+    ro_int,
+    ro_str,
 )
 from explorer.model.kernels import attention_time, gemm_time
 from explorer.specs.hardware import HardwareOverrides, HardwareSpec
@@ -36,8 +36,6 @@ _FLOOR_LOG_MIN_S = 1e-9
 
 # The fit works on float arrays of the rows the roofline can model; `source_row` maps each back
 # to its row in the measured table.
-
-
 @dataclass(frozen=True)
 class _GemmRows:
     m: FloatArray
@@ -105,7 +103,7 @@ def _attention_rows(table: AttentionTimings | None, notes: list[str]) -> _Attent
     )
 
 
-class Calibration(_Result):
+class Calibration(FrozenResult):
     """Kernel efficiencies fitted to per-kernel timings (rows: GEMMs first, then attention)."""
 
     overrides: HardwareOverrides
@@ -370,11 +368,11 @@ def fit_kernel_efficiencies(
         mape_after=m_after,
         mape_by_kind_before=by_kind_before,
         mape_by_kind_after=by_kind_after,
-        measured_s=_ro_float(measured),
-        predicted_before_s=_ro_float(before),
-        predicted_after_s=_ro_float(after),
-        kind=_ro_str(kind),
-        source_row=_ro_int(np.concatenate([x.source_row for x in (g, a) if x is not None])),
+        measured_s=ro_float(measured),
+        predicted_before_s=ro_float(before),
+        predicted_after_s=ro_float(after),
+        kind=ro_str(kind),
+        source_row=ro_int(np.concatenate([x.source_row for x in (g, a) if x is not None])),
         binding_rows=binding,
         notes=tuple(notes),
         summary=_kernel_summary(hw, calibrated, n_g, n_a, m_before, m_after),

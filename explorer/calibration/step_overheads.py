@@ -6,13 +6,20 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from explorer.calibration._shared import FloatArray, _flat, _group, _Result, _ro_float, mape
+from explorer.calibration._shared import (
+    FloatArray,
+    FrozenResult,
+    flat,
+    group_or_preset,
+    mape,
+    ro_float,
+)
 from explorer.model.grid import ScenarioModel
 from explorer.model.layers import total
 from explorer.specs.hardware import HardwareOverrides
 
 
-class StepCalibration(_Result):
+class StepCalibration(FrozenResult):
     """Fixed per-step cost and a scale on the analytic per-layer part, fitted to step times.
 
     predicted_after = efficiency_scale·(T_model − step_overhead_model) + step_overhead_s.
@@ -54,7 +61,7 @@ def fit_step_overheads(
     come out positive and the design must have two distinct model times, else only the overhead
     is fitted (scale 1).
     """
-    b, w, s, t = _flat(batch, width, context, step_time_s)
+    b, w, s, t = flat(batch, width, context, step_time_s)
     if t.size == 0:
         raise ValueError("fit_step_overheads needs at least one step time")
     if not np.isfinite(t).all() or t.min() <= 0:
@@ -62,7 +69,7 @@ def fit_step_overheads(
     if b.min() < 1 or w.min() < 1 or s.min() < 1:
         raise ValueError("batch, width and context must be >= 1")
     ovh0 = scenario_model.r.hardware.step_overhead_s
-    t_model = total(scenario_model.verify(b, w, s, _group(scenario_model, group)))
+    t_model = total(scenario_model.verify(b, w, s, group_or_preset(scenario_model, group)))
     x = t_model - ovh0  # the analytic per-layer part (kernels, launches, comms)
     notes: list[str] = []
 
@@ -113,10 +120,10 @@ def fit_step_overheads(
         mape_before=m_before,
         mape_after=m_after,
         mape_overhead_only=mape(only, t),
-        batch=_ro_float(b), width=_ro_float(w), context=_ro_float(s),
-        measured_s=_ro_float(t),
-        predicted_before_s=_ro_float(t_model),
-        predicted_after_s=_ro_float(after),
+        batch=ro_float(b), width=ro_float(w), context=ro_float(s),
+        measured_s=ro_float(t),
+        predicted_before_s=ro_float(t_model),
+        predicted_after_s=ro_float(after),
         notes=tuple(notes),
         summary=summary,
     )

@@ -53,11 +53,10 @@ def _all_finite(values: tuple[float, ...]) -> bool:
     return bool(np.isfinite(np.asarray(values, dtype=np.float64)).all()) if values else True
 
 
-def _equal_lengths(name: str, columns: dict[str, tuple[object, ...] | None]) -> int:
+def _equal_lengths(name: str, columns: dict[str, tuple[object, ...] | None]) -> None:
     lengths = {key: len(col) for key, col in columns.items() if col is not None}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"{name}: columns have different lengths {lengths}")
-    return next(iter(lengths.values()), 0)
 
 
 def _canonical(dtypes: tuple[str, ...]) -> tuple[str, ...]:
