@@ -6,7 +6,8 @@ import time
 
 import streamlit as st
 
-from explorer.specs.scenario import MeasuredCurve, Scenario
+from explorer.specs.measured import AcceptanceCurve
+from explorer.specs.scenario import Scenario
 from explorer.ui import compare_page, controls, data_page, explorer_page, share, sources_page
 
 _started = time.perf_counter()
@@ -19,7 +20,7 @@ values = controls.sidebar()
 st.query_params["v"] = "1"
 
 
-def uploaded_curve() -> MeasuredCurve | None:
+def uploaded_curve() -> AcceptanceCurve | None:
     """This session's upload, else the one embedded in the saved scenario it opened."""
     return data_page.active_curve() or share.loaded_curve()
 

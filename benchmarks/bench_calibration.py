@@ -5,17 +5,21 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from explorer.calibration import AttentionTimings, GemmTimings, fit_kernel_efficiencies
+from explorer.calibration import fit_kernel_efficiencies
 from explorer.model.kernels import gemm_time
 from explorer.presets import hardware_presets
+from explorer.specs.measured import AttentionTimings, GemmTimings
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"  # ../shared
+# The shared reference data sits beside the checkout (../shared/reference), as in the tests.
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = Path(os.environ.get("EXPLORER_SHARED_DIR", ROOT.parent / "shared")) / "reference"
 GPUS = {"h100_sxm": "h100", "b200_sxm": "b200", "gb200": "gb200", "b300_sxm": "b300",
         "a100_sxm": "a100", "l40s": "l40s"}
 

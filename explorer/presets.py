@@ -4,35 +4,19 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any, cast
 
 from explorer.specs.architecture import ModelSpec
 from explorer.specs.hardware import HardwareSpec
+from explorer.specs.measured import AcceptanceCurve, Mechanism, Provenance
 from explorer.specs.mechanism import MechanismSpec
 from explorer.specs.settings import PresetTable
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-
-
-class SampleCurve(BaseModel):
-    """A published AL(D) curve shipped in data/al_curves.csv."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    key: str
-    mechanism: str
-    model: str
-    drafter: str
-    dataset: str
-    temperature: str
-    source: str
-    draft_lens: tuple[int, ...]
-    acceptance_lengths: tuple[float, ...]
 
 
 def _rows(name: str) -> list[dict[str, str]]:
@@ -141,14 +125,26 @@ def mechanism_presets() -> dict[str, MechanismSpec]:
     return out
 
 
+SAMPLE_CURVES_FILE = "data/al_curves.csv"
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _temperature(text: str) -> float | None:
+    """The first number of a temperature note ('0 (greedy, per paper setup)' → 0)."""
+    found = _NUMBER.search(text)
+    return float(found.group()) if found else None
+
+
 @lru_cache(maxsize=1)
-def sample_curves() -> dict[str, SampleCurve]:
-    """Shipped AL curves keyed 'mechanism/model/dataset'."""
+def sample_curves() -> dict[str, AcceptanceCurve]:
+    """Shipped AL curves keyed 'mechanism/model/dataset' (drafter and temperature added where
+    two curves would share a key), each with its provenance."""
     grouped: dict[tuple[str, str, str, str, str], list[tuple[int, float, str]]] = {}
     for r in _rows("al_curves.csv"):
         key = (r["mechanism"], r["model"], r["drafter"], r["dataset"], r["temperature"])
         grouped.setdefault(key, []).append((int(float(r["D"])), float(r["AL"]), r["source"]))
-    out: dict[str, SampleCurve] = {}
+    mechanisms = mechanism_presets()
+    out: dict[str, AcceptanceCurve] = {}
     for group_key, pts in grouped.items():
         mech, model, drafter, dataset, temp = group_key
         by_d: dict[int, tuple[float, str]] = {}
@@ -158,16 +154,17 @@ def sample_curves() -> dict[str, SampleCurve]:
         name = f"{mech}/{model}/{dataset}"
         if name in out:
             name = f"{name}/{drafter}/{temp}"
-        out[name] = SampleCurve(
-            key=name,
-            mechanism=mech,
-            model=model,
-            drafter=drafter,
-            dataset=dataset,
-            temperature=temp,
-            source=by_d[ds[0]][1],
+        out[name] = AcceptanceCurve(
+            label=f"{drafter} on {model}, {dataset}",
+            mechanism=cast(Mechanism, mech),  # validated by the model
+            draft_style="block" if mechanisms[mech].is_block else "chain",
             draft_lens=tuple(ds),
             acceptance_lengths=tuple(by_d[d][0] for d in ds),
+            provenance=Provenance(
+                file=SAMPLE_CURVES_FILE, format="preset", source=by_d[ds[0]][1] or None,
+                model=model or None, drafter=drafter or None, dataset=dataset or None,
+                temperature=_temperature(temp),
+            ),
         )
     return out
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from explorer.analysis.frontier import DEFAULT_BATCHES
 from explorer.base.limits import VIEW_MAX_DRAFT_LEN
-from explorer.model.acceptance_source import prior_al
+from explorer.model.acceptance_source import ALResult, prior_al
 from explorer.model.grid import scenario_model
 from explorer.model.kernels import ATTENTION_TILE_ROWS, attention_time, gemm_time
 from explorer.model.layers import COMPONENTS
 from explorer.presets import mechanism_presets, sample_curves
+from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Acceptance, Scenario
 
 FloatArray = npt.NDArray[np.float64]
@@ -125,33 +127,52 @@ def gemm_efficiency(
     return out, hw.gemm_ridge_tokens(scenario.dtype)
 
 
+ALSeriesKind = Literal["prior", "scenario", "sample"]
+
+
 @dataclass(frozen=True)
-class ALCurve:
+class ALSeries:
+    """One line of the AL chart. It holds its data — a measured AcceptanceCurve, or the model's
+    ALResult over the draft lengths `axis` — and reads the points from it."""
+
+    kind: ALSeriesKind
     mechanism: str
     label: str
-    draft_len: FloatArray
-    acceptance_length: FloatArray
-    provenance: str
-    measured: bool
+    data: AcceptanceCurve | ALResult
+    axis: FloatArray | None = None  # D of an ALResult (a curve carries its own)
+
+    @property
+    def draft_len(self) -> FloatArray:
+        if isinstance(self.data, AcceptanceCurve):
+            return np.asarray(self.data.draft_lens, dtype=np.float64)
+        assert self.axis is not None, "an ALResult series needs its D axis"
+        return self.axis
+
+    @property
+    def acceptance_length(self) -> FloatArray:
+        if isinstance(self.data, AcceptanceCurve):
+            return np.asarray(self.data.acceptance_lengths, dtype=np.float64)
+        return self.data.acceptance_length
+
+    @property
+    def provenance(self) -> str:
+        if isinstance(self.data, AcceptanceCurve):
+            return self.data.source_text
+        return self.data.provenance
 
 
-def al_curves(scenario: Scenario, d_max: int = VIEW_MAX_DRAFT_LEN) -> list[ALCurve]:
+def al_curves(scenario: Scenario, d_max: int = VIEW_MAX_DRAFT_LEN) -> list[ALSeries]:
     """Each mechanism's prior, the scenario's own source, and the shipped measured curves."""
     d = np.arange(0, d_max + 1, dtype=np.float64)
-    out: list[ALCurve] = []
+    out: list[ALSeries] = []
     for slug, mech in mechanism_presets().items():
-        res = prior_al(mech, d)
-        out.append(ALCurve(slug, f"{mech.name} (prior)", d, res.acceptance_length,
-                           res.provenance, False))
+        out.append(ALSeries("prior", slug, f"{mech.name} (prior)", prior_al(mech, d), d))
     if scenario.acceptance.kind != "prior":
         m = scenario_model(scenario)
-        res = m.acceptance(d)
-        out.append(ALCurve(scenario.mechanism, f"{m.r.mechanism.name} (this scenario)", d,
-                           res.acceptance_length, res.provenance, True))
+        out.append(ALSeries("scenario", scenario.mechanism,
+                            f"{m.r.mechanism.name} (this scenario)", m.acceptance(d), d))
     for c in sample_curves().values():
-        out.append(ALCurve(c.mechanism, f"{c.drafter} · {c.model} · {c.dataset}",
-                           np.asarray(c.draft_lens, dtype=np.float64),
-                           np.asarray(c.acceptance_lengths), c.source, True))
+        out.append(ALSeries("sample", c.mechanism or "", c.label, c))
     return out
 
 

@@ -10,3 +10,6 @@ VIEW_MAX_DRAFT_LEN = 32
 MAX_MEASURED_ROWS = 200_000
 # Points of one measured AL curve.
 MAX_CURVE_POINTS = 256
+# Characters of a dataset's label and of its one-line source/provenance text (storage, display).
+MAX_LABEL_CHARS = 200
+MAX_SOURCE_CHARS = 500

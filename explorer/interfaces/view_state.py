@@ -180,11 +180,7 @@ def acceptance_from_view(values: Mapping[str, Any], uploaded: MeasuredCurve | No
     if kind == "alpha":
         return Acceptance(kind="iid", alpha=values.get("a", PARAM_BY_KEY["a"].default))
     if kind == "sample" and curve_key:
-        c = sample_curves()[curve_key]
-        return Acceptance(kind="curve", curve=MeasuredCurve(
-            label=f"{c.drafter} on {c.model}, {c.dataset}",
-            draft_lens=c.draft_lens, acceptance_lengths=c.acceptance_lengths, source=c.source[:500],
-        ))
+        return Acceptance(kind="curve", curve=sample_curves()[curve_key])
     if kind == "upload" and uploaded is not None:
         return Acceptance(kind="curve", curve=uploaded)
     return Acceptance()

@@ -16,16 +16,13 @@ from explorer.measured import (
     vllm_dynamic,
     vllm_metrics,
 )
-from explorer.measured._common import (
-    MAX_FILE_BYTES,
-    Collector,
-    find_column,
-    finish,
-    read_header,
-)
+from explorer.measured._csv import find_column, read_header
+from explorer.measured._problems import Collector, finish
 from explorer.specs.measured import ParseResult, Problem
 
 Parser = Callable[[str, str], ParseResult]
+# The upload limit (the app's server.maxUploadSize says the same in MB).
+MAX_FILE_BYTES = 50 * 1024 * 1024
 
 PARSERS: dict[str, Parser] = {
     al_csv.FORMAT: al_csv.parse_text,

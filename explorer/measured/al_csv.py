@@ -1,11 +1,12 @@
 """Plain CSV of acceptance length AL against draft length D.
 
 Source checked: no upstream tool owns this layout; it is this project's own, chosen to match
-/work/shared/reference/al_curves.csv (columns source, model_target, drafter, mechanism, dataset,
-D, AL, temperature), so that file and its subsets load as they are. Columns (case and spacing
-ignored): D (or draft_len, k, num_speculative_tokens), AL (or acceptance_length, accept_length,
-acc_length), optional mechanism, dataset (or category), model (or model_target), temperature,
-drafter, source, draft_style, max_supported_draft_len. Other columns are ignored.
+the shared reference data (shared/reference/al_curves.csv: columns source, model_target,
+drafter, mechanism, dataset, D, AL, temperature), so that file and its subsets load as they
+are. Columns (case and spacing ignored): D (or draft_len, k, num_speculative_tokens), AL (or
+acceptance_length, accept_length, acc_length), optional mechanism, dataset (or category),
+model (or model_target), temperature, drafter, source, draft_style, max_supported_draft_len.
+Other columns are ignored.
 One curve per (mechanism, dataset, model, temperature, drafter).
 """
 
@@ -16,21 +17,14 @@ from itertools import pairwise
 
 import numpy as np
 
-from explorer.measured._common import (
-    Collector,
-    Table,
-    build_curve,
-    find_column,
-    finish,
-    group_provenance,
-    join_nonempty,
+from explorer.measured._csv import Table, find_column, parse_numbers, parse_temperature, read_csv
+from explorer.measured._curves import build_curve, group_provenance, join_nonempty
+from explorer.measured._mechanisms import (
     normalize_mechanism,
     parse_draft_style,
-    parse_numbers,
-    parse_temperature,
-    read_csv,
     unknown_mechanism_message,
 )
+from explorer.measured._problems import Collector, finish
 from explorer.specs.measured import AcceptanceCurve, DraftStyle, Mechanism, ParseResult
 
 FORMAT = "al_curve_csv"
@@ -158,7 +152,7 @@ def parse_text(name: str, text: str) -> ParseResult:
             vals = [int(max_k.values[i]) for i in idx if max_k.valid[i]]
             max_supported = max(vals) if vals else None
         prov = group_provenance(name, (sources[i] for i in idx), model, dataset, temperature,
-                                FORMAT)
+                                FORMAT, drafter)
         curve = build_curve(
             col,
             label=label,

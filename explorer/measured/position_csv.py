@@ -1,8 +1,8 @@
 """Per-position acceptance CSV: acceptance rate of draft position 1..n, conditional or marginal.
 
-Source checked: no upstream tool owns this layout; it follows
-/work/shared/reference/position_acceptance.csv (columns mechanism, dataset, position,
-acceptance, kind with kind = conditional | unconditional) and the two conventions that
+Source checked: no upstream tool owns this layout; it follows the shared reference data
+(shared/reference/position_acceptance.csv: columns mechanism, dataset, position, acceptance,
+kind with kind = conditional | unconditional) and the two conventions that
 NVIDIA specdec_bench names explicitly (examples/specdec_bench/specdec_bench/
 speculation_profile.py @095124e: conditional = P(draft i accepted | drafts < i accepted),
 marginal = P(first i drafts all accepted); vLLM's per-position rate is the marginal one).
@@ -24,24 +24,18 @@ from typing import Literal
 
 import numpy as np
 
-from explorer.measured._common import (
+from explorer.measured._csv import Numbers, find_column, parse_numbers, parse_temperature, read_csv
+from explorer.measured._curves import (
     RATE_CONSISTENCY_TOL,
-    Collector,
-    Numbers,
     build_curve,
     check_al_consistency,
     conditional_rates_of,
-    find_column,
-    finish,
     group_provenance,
     join_nonempty,
-    normalize_mechanism,
-    parse_numbers,
-    parse_temperature,
-    read_csv,
-    unknown_mechanism_message,
     warn_if_marginals_increase,
 )
+from explorer.measured._mechanisms import normalize_mechanism, unknown_mechanism_message
+from explorer.measured._problems import Collector, finish
 from explorer.measured.al_csv import (
     AL_ALIASES,
     DATASET_ALIASES,
@@ -285,7 +279,7 @@ def parse_text(name: str, text: str) -> ParseResult:
         else:
             draft_lens, als = list(range(1, n + 1)), [float(a) for a in al_curve]
         prov = group_provenance(name, (src_text[i] for i in idx), model, dataset, temperature,
-                                FORMAT)
+                                FORMAT, drafter)
         curve = build_curve(
             col,
             label=label,

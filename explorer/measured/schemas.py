@@ -11,7 +11,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from explorer.measured._common import Collector
+from explorer.base.dtypes import WEIGHT_DTYPES, spellings_of
+from explorer.measured._problems import Collector
 
 
 class _FileModel(BaseModel):
@@ -115,7 +116,12 @@ class KernelTimingRow(_FileModel):
     m: int | None = Field(None, ge=1, description="gemm: rows (tokens)")
     n: int | None = Field(None, ge=1, description="gemm: output features")
     k: int | None = Field(None, ge=1, description="gemm: input features")
-    dtype: str | None = Field(None, description="gemm: dtype; attention: KV-cache dtype")
+    dtype: str | None = Field(
+        None,
+        description="gemm: dtype; attention: KV-cache dtype. Spellings read as "
+        + "; ".join(f"{dt}: {', '.join(spellings_of(dt))}" for dt in WEIGHT_DTYPES)
+        + " (any case); other dtypes are kept but have no roofline",
+    )
     batch: int | None = Field(None, ge=1, description="attention: sequences")
     context: int | None = Field(None, ge=1, description="attention: KV length per sequence")
     q_heads: int | None = Field(None, ge=1)

@@ -22,17 +22,18 @@ from collections import defaultdict
 
 import numpy as np
 
-from explorer.measured._common import (
-    Collector,
-    TimeColumn,
-    build_curve,
-    check_time_units,
-    finish,
-    json_int,
-    json_number,
-)
+from explorer.measured._curves import build_curve
+from explorer.measured._json import json_int, json_number
+from explorer.measured._problems import Collector, finish
+from explorer.measured._time_units import TimeColumn, check_time_units
 from explorer.measured.schemas import SglangBenchSpeculativeRecord
-from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance, StepTimingTable
+from explorer.specs.measured import (
+    AcceptanceCurve,
+    ParseResult,
+    Provenance,
+    StepTimings,
+    al_within_bounds,
+)
 
 FORMAT = "sglang_bench_speculative"
 REQUIRED = ("batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time")
@@ -102,7 +103,7 @@ def parse_text(name: str, text: str) -> ParseResult:
         if not ok or acc is None or t is None:
             continue
         steps = ints["steps"]
-        if acc < 1.0 or acc > 1.0 + steps + 1e-9:
+        if not al_within_bounds(acc, steps):
             col.error(
                 f"acc_length {acc:g} is outside [1, {1 + steps}] for steps = {steps} "
                 f"(1 <= AL <= 1 + D)",
@@ -138,12 +139,13 @@ def parse_text(name: str, text: str) -> ParseResult:
         times, TimeColumn("step_time", "step_time", "s", 1.0), "step", col, "step times"
     )
     prov = Provenance(file=name, source="sglang bench_speculative.py", format=FORMAT)
-    steps_table = StepTimingTable(
+    steps_table = StepTimings(
         batch=tuple(r[1] for r in recs),
         draft_len=tuple(r[2] for r in recs),
         verify_tokens=tuple(r[4] if r[2] > 0 else 1 for r in recs),
         step_time_s=tuple(r[6] for r in recs),
         acceptance_length=tuple(r[5] for r in recs),
+        includes_draft=True,  # bench_speculative times whole rounds, drafting included
         provenance=prov,
     )
 

@@ -23,23 +23,22 @@ from typing import Any
 
 import numpy as np
 
-from explorer.measured._common import (
+from explorer.measured._curves import (
     RATE_CONSISTENCY_TOL,
-    Collector,
     build_curve,
     check_al_consistency,
     check_rates,
     conditional_rates_of,
-    finish,
-    int_key,
     join_nonempty,
-    json_number,
-    load_json,
+    warn_if_marginals_increase,
+)
+from explorer.measured._json import int_key, json_number, load_json
+from explorer.measured._mechanisms import (
     normalize_mechanism,
     parse_draft_style,
     unknown_mechanism_message,
-    warn_if_marginals_increase,
 )
+from explorer.measured._problems import Collector, finish
 from explorer.measured.schemas import SpeculationProfileFile, validate_json_object
 from explorer.model.acceptance import al_from_marginal, marginal_from_conditional
 from explorer.specs.measured import AcceptanceCurve, DraftStyle, ParseResult, Provenance
@@ -178,6 +177,7 @@ def parse_text(name: str, text: str) -> ParseResult:
             file=name,
             source=source,
             model=model,
+            drafter=drafter,
             dataset=ds,
             temperature=temperature,
             format=FORMAT,

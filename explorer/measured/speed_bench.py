@@ -21,17 +21,10 @@ import re
 
 import numpy as np
 
-from explorer.measured._common import (
-    Collector,
-    build_curve,
-    find_column,
-    finish,
-    normalize_mechanism,
-    normalize_name,
-    parse_numbers,
-    read_csv,
-    unknown_mechanism_message,
-)
+from explorer.measured._csv import find_column, normalize_name, parse_numbers, read_csv
+from explorer.measured._curves import build_curve
+from explorer.measured._mechanisms import normalize_mechanism, unknown_mechanism_message
+from explorer.measured._problems import Collector, finish
 from explorer.measured.al_csv import D_ALIASES, MECHANISM_ALIASES
 from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance
 
@@ -158,7 +151,7 @@ def parse_text(name: str, text: str) -> ParseResult:
                 curves.append(curve)
     if not curves and not col.has_errors:
         col.error("the report holds no values")
-    n_models = len({c.provenance.model for c in curves})
+    n_models = len({c.provenance.model for c in curves if c.provenance is not None})
     summary = (
         f"SPEED-Bench report: {n_models} model{'s' if n_models != 1 else ''}, "
         f"{len(cat_cols)} categor{'ies' if len(cat_cols) != 1 else 'y'}, "

@@ -1,10 +1,12 @@
 """Timing CSVs: per-kernel latencies and whole-step latencies.
 
 Source checked: no single upstream tool; the kernel layout is this project's, with aliases so
-that /work/shared/reference/gemm_measured.csv (M, N, K, dtype, latency_ms — exported from
-ai-dynamo/aiconfigurator gemm_perf.parquet) and attention_measured.csv (batch, q_len,
-kv_len_step, num_q_heads, num_kv_heads, head_dim, kv_dtype, latency_ms — from
-generation_attention_perf.parquet) load unchanged.
+that the shared reference data (shared/reference/gemm_measured.csv: M, N, K, dtype, latency_ms —
+exported from ai-dynamo/aiconfigurator gemm_perf.parquet; shared/reference/attention_measured.csv:
+batch, q_len, kv_len_step, num_q_heads, num_kv_heads, head_dim, kv_dtype, latency_ms — from
+generation_attention_perf.parquet) load unchanged. Dtypes may be spelled as the files do
+(bfloat16, torch.bfloat16, fp8_e4m3, …): the tables hold the canonical spelling
+(explorer/base/dtypes.py).
 
 Kernel timings: kind (gemm | attention; optional when the columns say which), gemm columns
 m, n, k, dtype; attention columns batch, context (kv_len, seq_len), q_heads (num_q_heads),
@@ -21,28 +23,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.measured._common import (
+from explorer.base.limits import MAX_MEASURED_ROWS
+from explorer.measured._csv import (
     BoolArray,
-    Collector,
     Numbers,
     Table,
-    TimeColumn,
-    check_time_units,
     find_column,
-    find_time_column,
-    finish,
     normalize_name,
     parse_numbers,
     read_csv,
 )
+from explorer.measured._problems import Collector, finish
+from explorer.measured._time_units import TimeColumn, check_time_units, find_time_column
 from explorer.measured.al_csv import AL_ALIASES, SOURCE_ALIASES
 from explorer.specs.measured import (
     AttentionTimings,
     GemmTimings,
-    KernelTimingTable,
+    KernelTimings,
     ParseResult,
     Provenance,
-    StepTimingTable,
+    StepTimings,
+    al_within_bounds,
 )
 
 KERNEL_FORMAT = "kernel_timings_csv"
@@ -92,10 +93,18 @@ def _ints(values: Numbers, mask: BoolArray) -> tuple[int, ...]:
     return tuple(values.values[mask].astype(np.int64).tolist())
 
 
+def _too_many_rows(tab: Table, col: Collector) -> bool:
+    """A scenario embeds the table, so it is capped (explorer/base/limits.py)."""
+    if len(tab.df) > MAX_MEASURED_ROWS:
+        col.error(f"{len(tab.df)} data rows; a timing table holds at most {MAX_MEASURED_ROWS}")
+        return True
+    return False
+
+
 def parse_kernels(name: str, text: str) -> ParseResult:
     col = Collector()
     tab = read_csv(text, col)
-    if tab is None:
+    if tab is None or _too_many_rows(tab, col):
         return finish(KERNEL_FORMAT, "", col)
     h = list(tab.headers)
     tc = find_time_column(h, KERNEL_TIME_BASES)
@@ -135,7 +144,7 @@ def parse_kernels(name: str, text: str) -> ParseResult:
         return finish(KERNEL_FORMAT, "", col)
 
     times = _time(tab, tc, col, "kernel")
-    gemm = GemmTimings()
+    gemm: GemmTimings | None = None
     if is_gemm.any():
         cols = {"m": m_col, "n": n_col, "k": k_col, "dtype": find_column(h, DTYPE_ALIASES)}
         for key, c in cols.items():
@@ -165,7 +174,7 @@ def parse_kernels(name: str, text: str) -> ParseResult:
                     dtype=tuple(str(x) for x in dtypes[ok]),
                     time_s=tuple(times.values[ok].tolist()),
                 )
-    attention = AttentionTimings()
+    attention: AttentionTimings | None = None
     if is_attn.any():
         cols2 = {
             "batch": find_column(h, BATCH_ALIASES),
@@ -219,9 +228,12 @@ def parse_kernels(name: str, text: str) -> ParseResult:
         return finish(KERNEL_FORMAT, "", col)
     sources = sorted(set(tab.text(find_column(h, SOURCE_ALIASES))) - {""})
     prov = Provenance(file=name, source="; ".join(sources[:3]) or None, format=KERNEL_FORMAT)
-    table = KernelTimingTable(gemm=gemm, attention=attention, provenance=prov)
+    if gemm is None and attention is None:
+        col.error("no usable gemm or attention rows")
+        return finish(KERNEL_FORMAT, "", col)
+    table = KernelTimings(gemm=gemm, attention=attention, provenance=prov)
     summary = (
-        f"kernel timings: {len(gemm.time_s)} gemm and {len(attention.time_s)} attention rows "
+        f"kernel timings: {len(gemm or ())} gemm and {len(attention or ())} attention rows "
         f"from {name}"
     )
     return finish(KERNEL_FORMAT, summary, col, kernel_timings=table)
@@ -230,7 +242,7 @@ def parse_kernels(name: str, text: str) -> ParseResult:
 def parse_steps(name: str, text: str) -> ParseResult:
     col = Collector()
     tab = read_csv(text, col)
-    if tab is None:
+    if tab is None or _too_many_rows(tab, col):
         return finish(STEP_FORMAT, "", col)
     h = list(tab.headers)
     tc = find_time_column(h, STEP_TIME_BASES)
@@ -276,8 +288,7 @@ def parse_steps(name: str, text: str) -> ParseResult:
         draft = Numbers(verify.values - 1.0, verify.valid, verify.empty)
     assert draft is not None
     if al is not None and al_col is not None:
-        with np.errstate(invalid="ignore"):
-            over = al.valid & draft.valid & (al.values > 1.0 + draft.values + 1e-9)
+        over = al.valid & draft.valid & ~al_within_bounds(al.values, draft.values)
         for i in np.flatnonzero(over):
             col.error(
                 f"acceptance length {al.values[i]:g} exceeds 1 + D = {1 + int(draft.values[i])}",
@@ -306,7 +317,7 @@ def parse_steps(name: str, text: str) -> ParseResult:
         )
     sources = sorted(set(tab.text(find_column(h, SOURCE_ALIASES))) - {""})
     prov = Provenance(file=name, source="; ".join(sources[:3]) or None, format=STEP_FORMAT)
-    table = StepTimingTable(
+    table = StepTimings(
         batch=tuple(batch.values.astype(np.int64).tolist()),
         draft_len=tuple(draft.values.astype(np.int64).tolist()),
         verify_tokens=(
@@ -314,6 +325,7 @@ def parse_steps(name: str, text: str) -> ParseResult:
         ),
         step_time_s=tuple(times.values.tolist()),
         acceptance_length=al_values,
+        includes_draft=False,  # this CSV holds the target's verify step (see the template)
         provenance=prov,
     )
     summary = (

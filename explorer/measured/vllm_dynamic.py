@@ -21,21 +21,18 @@ import math
 
 import numpy as np
 
-from explorer.measured._common import (
-    Collector,
-    TimeColumn,
+from explorer.measured._curves import (
     build_curve,
     check_rates,
-    check_time_units,
     conditional_rates_of,
-    finish,
-    int_key,
-    load_json,
     warn_if_marginals_increase,
 )
+from explorer.measured._json import int_key, load_json
+from explorer.measured._problems import Collector, finish
+from explorer.measured._time_units import TimeColumn, check_time_units
 from explorer.measured.schemas import VllmDynamicSdConfigFile, validate_json_object
 from explorer.model.acceptance import al_from_marginal
-from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance, StepTimingTable
+from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance, StepTimings
 
 FORMAT = "vllm_dynamic_sd_config"
 
@@ -137,10 +134,11 @@ def parse_text(name: str, text: str) -> ParseResult:
         col,
         "median inter-token latencies",
     )
-    table = StepTimingTable(
+    table = StepTimings(
         batch=tuple(batch),
         draft_len=tuple(drafts),
         step_time_s=tuple(float(s) for s in seconds),
+        includes_draft=True,  # inter-token latencies of the speculating engine: whole rounds
         provenance=prov,
     )
     summary = (

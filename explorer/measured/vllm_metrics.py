@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explorer.measured._common import (
-    Collector,
+from explorer.measured._curves import (
     build_curve,
     check_al_consistency,
     conditional_rates_of,
-    finish,
     warn_if_marginals_increase,
 )
+from explorer.measured._problems import Collector, finish
 from explorer.model.acceptance import al_from_marginal
 from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance
 

@@ -10,8 +10,9 @@ from scipy.interpolate import PchipInterpolator
 
 from explorer.base.limits import MAX_DRAFT_LEN
 from explorer.model.acceptance import al_decaying, al_iid
+from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.mechanism import MechanismSpec
-from explorer.specs.scenario import Acceptance, MeasuredCurve
+from explorer.specs.scenario import Acceptance
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -26,14 +27,15 @@ class ALResult:
     provenance: str
 
 
-def curve_al(curve: MeasuredCurve, draft_len: npt.ArrayLike, block: bool) -> ALResult:
+def curve_al(curve: AcceptanceCurve, draft_len: npt.ArrayLike, block: bool) -> ALResult:
     """Monotone (PCHIP) interpolation through (0, 1) and the measured points.
 
     Block drafters are valid only at measured D. Chain curves past the last measured D continue
     with the last marginal's geometric decay, flagged as extrapolated — never silently.
     """
     d = np.asarray(draft_len, dtype=np.float64)
-    name = f"measured curve '{curve.label}'" + (f" [{curve.source}]" if curve.source else "")
+    source = curve.source_text
+    name = f"measured curve '{curve.label}'" + (f" [{source}]" if source else "")
     xs = np.concatenate([[0.0], np.asarray(curve.draft_lens, dtype=np.float64)])
     ys = np.concatenate([[1.0], np.asarray(curve.acceptance_lengths, dtype=np.float64)])
     ys = np.maximum.accumulate(ys)  # a non-monotone measurement is flattened, not followed down

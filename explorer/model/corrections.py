@@ -14,18 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from explorer.base.dtypes import BYTES_PER_ELEMENT, WEIGHT_DTYPES
 from explorer.model.kernels import attention_time, gemm_time
 from explorer.specs.hardware import HardwareSpec
-from explorer.specs.scenario import MeasuredAttention, MeasuredGemm, MeasuredSteps
+from explorer.specs.measured import AttentionTimings, GemmTimings, StepTimings
 
 FloatArray = npt.NDArray[np.float64]
-DTYPE_ALIASES = {"bfloat16": "bf16", "fp16": "bf16", "float16": "bf16", "e4m3": "fp8",
-                 "fp8_block": "fp8", "float8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4"}
-
-
-def _dtype(name: str) -> str:
-    low = name.strip().lower()
-    return DTYPE_ALIASES.get(low, low)
 
 
 def _scalar(x: npt.ArrayLike) -> float | None:
@@ -57,15 +51,15 @@ def _ratio(x: FloatArray, measured: FloatArray, model: FloatArray) -> _Ratio:
 class GemmCorrection:
     """Per (n, k, dtype) shape: measured/model ratio over m."""
 
-    def __init__(self, hw: HardwareSpec, table: MeasuredGemm) -> None:
+    def __init__(self, hw: HardwareSpec, table: GemmTimings) -> None:
         m = np.asarray(table.m, dtype=np.float64)
         n = np.asarray(table.n, dtype=np.float64)
         k = np.asarray(table.k, dtype=np.float64)
         t = np.asarray(table.time_s, dtype=np.float64)
-        dtypes = np.asarray([_dtype(d) for d in table.dtype])
+        dtypes = np.asarray(table.dtype)  # canonical spellings (GemmTimings normalises them)
         self.shapes: dict[tuple[float, float, str], _Ratio] = {}
         for dt in np.unique(dtypes):
-            if dt not in ("bf16", "fp8", "fp4"):
+            if dt not in WEIGHT_DTYPES:
                 continue  # int8/int4 weight-only kernels: the roofline has no peak for them
             sel = dtypes == dt
             keys = np.stack([n[sel], k[sel]], axis=1)
@@ -85,32 +79,48 @@ class GemmCorrection:
         return None if r is None else r(m)
 
 
-class AttentionCorrection:
-    """Per (KV heads, G, head_dim) per rank: measured/model ratio over B·S, nearest q_len."""
+# The KV-dtype key of attention rows that did not record their KV dtype: they match any.
+ANY_KV_DTYPE = ""
 
-    def __init__(self, hw: HardwareSpec, table: MeasuredAttention) -> None:
+
+class AttentionCorrection:
+    """Per (KV heads, G, head_dim, KV dtype) per rank: measured/model ratio over B·S, nearest
+    q_len. Rows without a KV dtype apply to every KV dtype (ratio taken against BF16 KV)."""
+
+    def __init__(self, hw: HardwareSpec, table: AttentionTimings) -> None:
         cols = [np.asarray(c, dtype=np.float64) for c in (
             table.batch, table.context, table.q_heads, table.kv_heads, table.head_dim,
             table.q_len, table.time_s)]
         b, s, qh, kvh, hd, ql, t = cols
         g = qh / kvh
-        self.shapes: dict[tuple[float, float, float], dict[float, _Ratio]] = {}
+        kv_dtypes = np.asarray(table.kv_dtype if table.kv_dtype is not None
+                               else [ANY_KV_DTYPE] * len(t))
+        self.shapes: dict[tuple[float, float, float, str], dict[float, _Ratio]] = {}
         keys = np.stack([kvh, g, hd], axis=1)
-        for key in np.unique(keys, axis=0):
-            in_shape = (keys == key).all(axis=1)
-            by_qlen: dict[float, _Ratio] = {}
-            for q in np.unique(ql[in_shape]):
-                rows = in_shape & (ql == q)
-                model = attention_time(hw, b[rows], s[rows], key[0], key[1], q, key[2]).time_s
-                by_qlen[float(q)] = _ratio(b[rows] * s[rows], t[rows], model)
-            self.shapes[(float(key[0]), float(key[1]), float(key[2]))] = by_qlen
+        for dt in np.unique(kv_dtypes):
+            if dt != ANY_KV_DTYPE and dt not in BYTES_PER_ELEMENT:
+                continue  # int8/int4 KV: the roofline has no size for them
+            of_dtype = kv_dtypes == dt
+            model_dtype = "bf16" if dt == ANY_KV_DTYPE else str(dt)
+            for key in np.unique(keys[of_dtype], axis=0):
+                in_shape = of_dtype & (keys == key).all(axis=1)
+                by_qlen: dict[float, _Ratio] = {}
+                for q in np.unique(ql[in_shape]):
+                    rows = in_shape & (ql == q)
+                    model = attention_time(hw, b[rows], s[rows], key[0], key[1], q, key[2],
+                                           kv_dtype=model_dtype).time_s
+                    by_qlen[float(q)] = _ratio(b[rows] * s[rows], t[rows], model)
+                self.shapes[(float(key[0]), float(key[1]), float(key[2]), str(dt))] = by_qlen
 
     def factor(self, batch: npt.ArrayLike, context: npt.ArrayLike, kv_heads: npt.ArrayLike,
-               group: npt.ArrayLike, q_len: npt.ArrayLike, head_dim: float) -> FloatArray | None:
+               group: npt.ArrayLike, q_len: npt.ArrayLike, head_dim: float,
+               kv_dtype: str) -> FloatArray | None:
         kv_s, g_s = _scalar(kv_heads), _scalar(group)
         if kv_s is None or g_s is None:
             return None
-        by_qlen = self.shapes.get((kv_s, g_s, float(head_dim)))
+        shape_key = (kv_s, g_s, float(head_dim))
+        by_qlen = (self.shapes.get((*shape_key, kv_dtype))
+                   or self.shapes.get((*shape_key, ANY_KV_DTYPE)))
         if not by_qlen:
             return None
         q_measured = np.asarray(sorted(by_qlen), dtype=np.float64)
@@ -144,7 +154,7 @@ class KernelCorrections:
 class StepCorrection:
     """Measured whole steps by (B, D): ratio over B per measured D."""
 
-    def __init__(self, table: MeasuredSteps,
+    def __init__(self, table: StepTimings,
                  model_step: Callable[[FloatArray, FloatArray], FloatArray]) -> None:
         b = np.asarray(table.batch, dtype=np.float64)
         d = np.asarray(table.draft_len, dtype=np.float64)

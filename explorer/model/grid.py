@@ -12,6 +12,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.base.errors import ScenarioError
 from explorer.model.acceptance_source import ALResult, acceptance_length
 from explorer.model.corrections import (
@@ -23,7 +24,6 @@ from explorer.model.corrections import (
 from explorer.model.draft import draft_time, native_draft_layers
 from explorer.model.layers import Breakdown, LayerModel, total
 from explorer.model.resolve import Resolved, resolve
-from explorer.specs.hardware import BYTES_PER_ELEMENT
 from explorer.specs.scenario import Scenario
 
 FloatArray = npt.NDArray[np.float64]
@@ -104,12 +104,13 @@ class ScenarioModel:
         sc = self.r.scenario
         parts = []
         if self.kernel_corrections is not None and sc.measured_kernels is not None:
-            parts.append(f"{self.kernel_corrections.describe()} ({sc.measured_kernels.source})")
+            parts.append(f"{self.kernel_corrections.describe()} "
+                         f"({sc.measured_kernels.source_text})")
         if self.step_correction is not None and sc.measured_steps is not None:
             ds = ", ".join(f"{d:g}" for d in sorted(self.step_correction.by_draft_len))
             what = "step" if sc.measured_steps.includes_draft else "verify step"
             parts.append(f"measured {what} times at D ∈ {{{ds}}} replace the model's {what} "
-                         f"(assumed at S={sc.context}) ({sc.measured_steps.source})")
+                         f"(assumed at S={sc.context}) ({sc.measured_steps.source_text})")
         return "; ".join(parts)
 
     # -- pieces -----------------------------------------------------------------------

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from explorer.specs.hardware import BYTES_PER_ELEMENT, HardwareSpec
+from explorer.base.dtypes import BYTES_PER_ELEMENT
+from explorer.specs.hardware import HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike

@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.model.corrections import KernelCorrections
 from explorer.model.kernels import attention_time, gemm_time
 from explorer.specs.architecture import MLA_Q_LORA_RANK, MLA_QK_NOPE_DIM, MLA_V_HEAD_DIM, ModelSpec
-from explorer.specs.hardware import BYTES_PER_ELEMENT, HardwareSpec
+from explorer.specs.hardware import HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
 Breakdown = dict[str, FloatArray]
@@ -132,7 +133,8 @@ class LayerModel:
             kv_dtype=self.kv_dtype,
         ).time_s
         if self.measured is not None and self.measured.attention is not None:
-            f = self.measured.attention.factor(batch, ctx, kv_rank, g_rank, width, m.head_dim)
+            f = self.measured.attention.factor(batch, ctx, kv_rank, g_rank, width, m.head_dim,
+                                               self.kv_dtype)
             if f is not None:
                 return np.asarray(t * f, dtype=np.float64)
         return t

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Dtype = Literal["bf16", "fp8", "fp4"]
+from explorer.base.dtypes import BYTES_PER_ELEMENT
+
 Vendor = Literal["nvidia", "amd"]
-BYTES_PER_ELEMENT: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
 
 class HardwareSpec(BaseModel):

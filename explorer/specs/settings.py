@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from explorer.base.dtypes import KV_DTYPES, WEIGHT_DTYPES
 from explorer.base.limits import MAX_DRAFT_LEN, VIEW_MAX_DRAFT_LEN
 
 Scalar = int | float | str
@@ -55,8 +56,8 @@ RHO_OPTIONS: tuple[float, ...] = (
     0.0, 0.005, 0.01, 0.0125, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0
 )  # 0.0 = the mechanism's own ρ
 TP_OPTIONS: tuple[int, ...] = (1, 2, 4, 8, 16)
-DTYPE_OPTIONS: tuple[str, ...] = ("bf16", "fp8", "fp4")
-KV_DTYPE_OPTIONS: tuple[str, ...] = ("bf16", "fp8")
+DTYPE_OPTIONS: tuple[str, ...] = WEIGHT_DTYPES
+KV_DTYPE_OPTIONS: tuple[str, ...] = KV_DTYPES
 ACCEPTANCE_OPTIONS: tuple[str, ...] = ("prior", "alpha", "sample", "upload")
 
 

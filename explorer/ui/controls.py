@@ -10,7 +10,13 @@ from typing import Any
 import streamlit as st
 
 from explorer.interfaces import view_state as us
-from explorer.presets import hardware_presets, mechanism_presets, model_presets, preset_table
+from explorer.presets import (
+    hardware_presets,
+    mechanism_presets,
+    model_presets,
+    preset_table,
+    sample_curves,
+)
 from explorer.specs.settings import SETTINGS, Setting
 from explorer.ui.text import md_text
 
@@ -90,8 +96,7 @@ def _caption(s: Setting, value: Any) -> str | None:
     if s.key == "mech":
         return mechanism_presets()[value].name
     if s.key == "curve" and value:
-        c = preset_table("sample_curve")[value]
-        return f"{c.drafter} — {c.source[:160]}"
+        return str(sample_curves()[value].source_text[:200])
     return None
 
 

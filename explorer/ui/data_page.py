@@ -6,29 +6,27 @@ import json
 from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 from explorer.calibration import back_out_draft_cost, fit_kernel_efficiencies
 from explorer.measured import FORMATS, ParseResult, json_schema, parse_bytes
-from explorer.measured.scenario_curve import (
-    WHOLE_STEP_FORMATS,
-    as_measured_curve,
-    as_measured_kernels,
-    as_measured_steps,
-    provenance_text,
-)
 from explorer.model.grid import scenario_model
 from explorer.specs.hardware import HardwareOverrides
-from explorer.specs.scenario import MeasuredCurve, Scenario
-from explorer.ui.text import md_text, plotly_text
+from explorer.specs.measured import AcceptanceCurve
+from explorer.specs.scenario import Scenario
+from explorer.ui.data_figures import (
+    calibration_figure,
+    draft_backout_figure,
+    uploaded_curves_figure,
+)
+from explorer.ui.text import md_text
 
 DATASETS = "datasets"  # name → ParseResult, in this browser session
 ACTIVE_CURVE = "active_curve"  # "dataset name::curve index"
 OVERRIDES = "hw_overrides"  # HardwareOverrides applied to the whole explorer
 UPLOAD_ERRORS = "upload_errors"
-MEASURED_KERNELS = "use_measured_kernels"  # MeasuredKernels replacing matching kernels
-MEASURED_STEPS = "use_measured_steps"  # MeasuredSteps replacing the model's steps
+MEASURED_KERNELS = "use_measured_kernels"  # KernelTimings replacing matching kernels
+MEASURED_STEPS = "use_measured_steps"  # StepTimings replacing the model's steps
 
 
 def measured_updates() -> dict[str, Any]:
@@ -40,12 +38,20 @@ def measured_updates() -> dict[str, Any]:
     return out
 
 
+def load_saved(scenario: Scenario) -> None:
+    """A saved scenario's measured data become this page's state: its calibrated hardware and
+    the kernel/step times it uses (the uploaded AL curve travels in its acceptance)."""
+    st.session_state[OVERRIDES] = scenario.hardware_overrides
+    st.session_state[MEASURED_KERNELS] = scenario.measured_kernels
+    st.session_state[MEASURED_STEPS] = scenario.measured_steps
+
+
 def datasets() -> dict[str, ParseResult]:
     return st.session_state.setdefault(DATASETS, {})  # type: ignore[no-any-return]
 
 
-def active_curve() -> MeasuredCurve | None:
-    """The uploaded curve chosen as the AL source, as the scenario's MeasuredCurve."""
+def active_curve() -> AcceptanceCurve | None:
+    """The uploaded curve chosen as the AL source, labelled with its dataset's name."""
     key = st.session_state.get(ACTIVE_CURVE)
     if not key:
         return None
@@ -53,7 +59,8 @@ def active_curve() -> MeasuredCurve | None:
     result = datasets().get(name)
     if result is None or not idx.isdigit() or int(idx) >= len(result.curves):
         return None
-    return as_measured_curve(result.curves[int(idx)], prefix=f"{name}: ")
+    curve = result.curves[int(idx)]
+    return curve.with_label(f"{name}: {curve.label}")
 
 
 def hardware_overrides() -> HardwareOverrides | None:
@@ -127,18 +134,7 @@ def _curves_section(loaded: dict[str, ParseResult]) -> None:
         st.session_state[ACTIVE_CURVE] = options[0]
     st.radio("AL source for the explorer (with 'upload' selected in the sidebar)", options,
              key=ACTIVE_CURVE, format_func=labels.__getitem__)
-    fig = go.Figure()
-    for n, r in loaded.items():
-        for c in r.curves:
-            prov = provenance_text(c)
-            fig.add_trace(go.Scatter(
-                x=np.asarray(c.draft_lens), y=np.asarray(c.acceptance_lengths),
-                mode="lines+markers", name=plotly_text(f"{n}: {c.label}"[:60]),
-                hovertemplate="D=%{x}<br>AL=%{y:.3f}<br>"
-                + plotly_text(prov.replace("%", "%%")[:200])
-                + "<extra></extra>"))
-    fig.update_layout(title="Uploaded acceptance curves", xaxis_title="draft length D",
-                      yaxis_title="AL (tokens per target step)")
+    fig = uploaded_curves_figure([(n, c) for n, r in loaded.items() for c in r.curves])
     st.plotly_chart(fig, width="stretch", key="fig_uploaded_al")
 
 
@@ -149,36 +145,21 @@ def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> 
     st.subheader("Calibrate the hardware to your kernel timings")
     hw = scenario_model(scenario.model_copy(update={"hardware_overrides": None})).r.hardware
     t = tables[-1]
-    cal = fit_kernel_efficiencies(hw, t.gemm if t.gemm.time_s else None,
-                                  t.attention if t.attention.time_s else None)
+    cal = fit_kernel_efficiencies(hw, t.gemm, t.attention)
     st.markdown(f"{cal.summary}  \nMAPE **{cal.mape_before:.1f}% → {cal.mape_after:.1f}%** "
                 f"on {hw.name}.")
     for note in cal.notes:
         st.caption(note)
-    measured = np.asarray(cal.measured_s) * 1e6
-    fig = go.Figure()
-    for label, pred in (("preset", cal.predicted_before_s), ("calibrated", cal.predicted_after_s)):
-        p = np.asarray(pred) * 1e6
-        fig.add_trace(go.Scatter(
-            x=measured, y=p, mode="markers", name=f"{label} model",
-            customdata=(p - measured) / measured * 100,
-            hovertemplate="measured %{x:.1f} µs<br>model %{y:.1f} µs<br>residual "
-            "%{customdata:+.1f}%<extra>" + label + "</extra>"))
-    lo, hi = float(measured.min()), float(measured.max())
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="model = measured",
-                             line={"dash": "dot", "color": "gray"}))
-    fig.update_layout(title="Model vs measured kernel time", xaxis={"title": "measured (µs)",
-                      "type": "log"}, yaxis={"title": "model (µs)", "type": "log"})
+    fig = calibration_figure(cal)
     st.plotly_chart(fig, width="stretch", key="fig_calibration")
     cols = st.columns(2)
     if cols[0].button("Apply calibrated hardware to the explorer", key="apply_cal"):
         st.session_state[OVERRIDES] = cal.overrides
     if cols[1].button("Back to the preset", key="clear_cal"):
         st.session_state[OVERRIDES] = None
-    name = next(n for n, r in loaded.items() if r.kernel_timings is t)
     c2 = st.columns(2)
     if c2[0].button("Use these kernel times where shapes match", key="use_kernels"):
-        st.session_state[MEASURED_KERNELS] = as_measured_kernels(t, f"dataset {name}")
+        st.session_state[MEASURED_KERNELS] = t
     if c2[1].button("Stop using measured kernel times", key="drop_kernels"):
         st.session_state[MEASURED_KERNELS] = None
     if st.session_state.get(MEASURED_KERNELS) is not None:
@@ -194,7 +175,7 @@ def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
         return
     t = tables[-1]
     name = next(n for n, r in loaded.items() if r.step_timings is t)
-    whole = t.provenance.format in WHOLE_STEP_FORMATS
+    whole = t.includes_draft
     st.subheader("Measured step times")
     kind = ("whole speculation rounds (drafting included)" if whole
             else "the target's verify step (no drafting)")
@@ -202,7 +183,7 @@ def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
                 f"the explorer's context S={scenario.context}.")
     c = st.columns(2)
     if c[0].button("Use these step times in the explorer", key="use_steps"):
-        st.session_state[MEASURED_STEPS] = as_measured_steps(t, f"dataset {name}")
+        st.session_state[MEASURED_STEPS] = t
     if c[1].button("Stop using measured step times", key="drop_steps"):
         st.session_state[MEASURED_STEPS] = None
     if st.session_state.get(MEASURED_STEPS) is not None:
@@ -218,13 +199,7 @@ def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
                 f"{scenario.mechanism} on {scenario.model}.")
     if out.n_negative:
         st.warning(out.message)
-    labels = [f"B={b}, D={k}" for b, k in zip(out.batch, out.draft_len, strict=True)]
-    fig = go.Figure([
-        go.Bar(x=labels, y=np.asarray(out.t_draft_measured_s) * 1e3, name="backed out"),
-        go.Bar(x=labels, y=np.asarray(out.t_draft_model_s) * 1e3, name="model T_draft"),
-    ])
-    fig.update_layout(title="Draft cost: measured (backed out) vs model", barmode="group",
-                      yaxis_title="T_draft (ms)", xaxis_title="operating point")
+    fig = draft_backout_figure(out)
     st.plotly_chart(fig, width="stretch", key="fig_draft_backout")
 
 

@@ -24,12 +24,13 @@ from explorer.analysis.views import (
 from explorer.base.errors import ScenarioError
 from explorer.interfaces.view_state import view_scenario
 from explorer.specs.hardware import HardwareOverrides
-from explorer.specs.scenario import MeasuredCurve, Scenario
+from explorer.specs.measured import AcceptanceCurve
+from explorer.specs.scenario import Scenario
 from explorer.ui import data_page, export_panel, figures
 from explorer.ui.text import md_text
 
 
-def build_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
+def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                    overrides: HardwareOverrides | None = None) -> tuple[Scenario, list[str]]:
     """The scenario to show; a field the model rejects is named and reset (analysis.fallbacks)."""
     notes: list[str] = []
@@ -72,7 +73,7 @@ def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:{spec}}{unit}"
 
 
-def current_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
+def current_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                      overrides: HardwareOverrides | None = None) -> Scenario | None:
     try:
         return build_scenario(values, uploaded, overrides)[0]
@@ -80,7 +81,7 @@ def current_scenario(values: dict[str, Any], uploaded: MeasuredCurve | None = No
         return None
 
 
-def render(values: dict[str, Any], uploaded: MeasuredCurve | None = None,
+def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
            overrides: HardwareOverrides | None = None) -> None:
     st.title("SpecDec Explorer")
     st.caption("Should this deployment use speculative decoding — which drafter, which D, at "

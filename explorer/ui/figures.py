@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer.analysis.frontier import ParetoFrontier
-from explorer.analysis.views import ALCurve, GemmCurve, Surface, TileCurve, tile_boundaries
+from explorer.analysis.views import ALSeries, GemmCurve, Surface, TileCurve, tile_boundaries
 from explorer.base.limits import VIEW_MAX_DRAFT_LEN
 from explorer.model.layers import COMPONENTS
 from explorer.ui.text import plotly_text
@@ -175,12 +175,12 @@ def gemm_figure(curves: list[GemmCurve], ridge: float, peak_tflops: float,
     return fig
 
 
-def al_figure(curves: list[ALCurve], selected: str) -> go.Figure:
+def al_figure(curves: list[ALSeries], selected: str) -> go.Figure:
     fig = go.Figure()
-    priors = [c for c in curves if not c.measured or "this scenario" in c.label]
-    samples: dict[str, list[ALCurve]] = {}
+    priors = [c for c in curves if c.kind != "sample"]
+    samples: dict[str, list[ALSeries]] = {}
     for c in curves:
-        if c.measured and "this scenario" not in c.label:
+        if c.kind == "sample":
             samples.setdefault(c.mechanism, []).append(c)
     for mech, group in samples.items():  # one trace per mechanism: NaN-separated curves
         xs = np.concatenate([np.append(c.draft_len, np.nan) for c in group])
@@ -196,7 +196,7 @@ def al_figure(curves: list[ALCurve], selected: str) -> go.Figure:
             hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>%{text}<extra>" + mech + "</extra>"))
     for c in priors:
         color = MECH_COLORS.get(c.mechanism, "#888")
-        is_prior = not c.measured
+        is_prior = c.kind == "prior"
         visible: bool | str = True if (c.mechanism == selected or is_prior) else "legendonly"
         fig.add_trace(go.Scatter(
             x=_f32(c.draft_len), y=_f32(c.acceptance_length),

@@ -23,7 +23,8 @@ from explorer.interfaces.store import (
     default_store,
     share_link,
 )
-from explorer.specs.scenario import MeasuredCurve, Scenario
+from explorer.specs.measured import AcceptanceCurve
+from explorer.specs.scenario import Scenario
 from explorer.ui import data_page
 from explorer.ui.text import md_text
 
@@ -40,7 +41,7 @@ def loaded() -> StoredScenario | None:
     return value if isinstance(value, StoredScenario) else None
 
 
-def loaded_curve() -> MeasuredCurve | None:
+def loaded_curve() -> AcceptanceCurve | None:
     """The uploaded AL curve the opened scenario embeds (the 'upload' AL source)."""
     record = loaded()
     if record is None or record.view.get("acc") != "upload":
@@ -53,9 +54,7 @@ def _apply(record: StoredScenario) -> None:
     state = us.decode_view(record.view)
     for key, value in state.values.items():
         st.session_state[key] = value
-    st.session_state[data_page.OVERRIDES] = record.scenario.hardware_overrides
-    st.session_state[data_page.MEASURED_KERNELS] = record.scenario.measured_kernels
-    st.session_state[data_page.MEASURED_STEPS] = record.scenario.measured_steps
+    data_page.load_saved(record.scenario)
     st.session_state[LOADED] = record
     st.session_state[LOADED_VIEW] = dict(state.values)
     st.session_state[OPEN_WARNINGS] = list(state.warnings)

@@ -16,11 +16,12 @@ from explorer.interfaces import store
 from explorer.interfaces.store import default_store
 from explorer.interfaces.view_state import view_of_scenario
 from explorer.specs.hardware import HardwareOverrides
-from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
-from tests.support.apptest import run_app
+from explorer.specs.measured import AcceptanceCurve, StepTimings
+from explorer.specs.scenario import Acceptance, Scenario
+from tests.support.apptest import goto, run_app
 
-CURVE = MeasuredCurve(label="mine.csv: eagle3 on llama-70b, chat", draft_lens=(1, 2, 3, 5, 7),
-                      acceptance_lengths=(1.7, 2.2, 2.6, 3.1, 3.4), source="file mine.csv")
+CURVE = AcceptanceCurve(label="mine.csv: eagle3 on llama-70b, chat", draft_lens=(1, 2, 3, 5, 7),
+                        acceptance_lengths=(1.7, 2.2, 2.6, 3.1, 3.4), source="file mine.csv")
 
 
 @pytest.fixture(autouse=True)
@@ -30,15 +31,6 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     store.reset_default_stores()
     yield tmp_path / "data"
     store.reset_default_stores()
-
-
-def goto(at: AppTest, url_path: str) -> AppTest:
-    """Switch to a function page of st.navigation (AppTest.switch_page wants a file)."""
-    at._page_hash = next(h for h, info in at._registered_pages.items()
-                         if info.get("url_pathname") == url_path)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def plain(markdown: str) -> str:
@@ -60,8 +52,8 @@ def shared_scenario() -> Scenario:
                     acceptance=Acceptance(kind="curve", curve=CURVE),
                     hardware_overrides=HardwareOverrides(gemm_compute_efficiency=0.55,
                                                          label="calibrated to my kernels"),
-                    measured_steps=MeasuredSteps(batch=(8, 8), draft_len=(0, 5),
-                                                 step_time_s=(0.012, 0.016), source="bench.csv"))
+                    measured_steps=StepTimings(batch=(8, 8), draft_len=(0, 5),
+                                               step_time_s=(0.012, 0.016), source="bench.csv"))
 
 
 def test_opening_a_link_restores_widgets_uploaded_curve_and_calibration():

@@ -10,7 +10,6 @@ import pytest
 
 from explorer import Acceptance, Scenario, evaluate
 from explorer.measured import validate_path
-from explorer.measured.scenario_curve import as_measured_curve
 from tests.support.paths import SAMPLES
 from tests.support.server import app_env, free_port, start_server
 
@@ -78,7 +77,7 @@ def test_saved_link_with_an_uploaded_curve_reopens_identically(chromium, app_url
     body = page.locator("body").inner_text()
     assert "no uploaded curve yet" not in body
     before = metrics(page)
-    curve = as_measured_curve(validate_path(str(SAMPLE)).curves[0])
+    curve = validate_path(str(SAMPLE)).curves[0]  # a parsed curve goes into a scenario as is
     uploaded = evaluate(Scenario(draft_len=5, acceptance=Acceptance(kind="curve", curve=curve)))
     assert before["Acceptance length"] == f"{uploaded.acceptance_length:.2f}"
     assert before["Acceptance length"] != f"{evaluate(Scenario(draft_len=5)).acceptance_length:.2f}"

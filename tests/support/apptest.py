@@ -15,3 +15,12 @@ def run_app(**params: str) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def goto(at: AppTest, url_path: str) -> AppTest:
+    """Switch to a function page of st.navigation (AppTest.switch_page wants a file)."""
+    at._page_hash = next(h for h, info in at._registered_pages.items()
+                         if info.get("url_pathname") == url_path)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

@@ -34,8 +34,10 @@ from explorer import Scenario, evaluate
 from explorer.interfaces import view_state as us
 from explorer.interfaces.store import ScenarioStore
 from explorer.measured import parse_bytes
-from explorer.measured._common import MAX_FILE_BYTES, MAX_PROBLEMS
-from explorer.specs.scenario import Acceptance, MeasuredCurve
+from explorer.measured._entry import MAX_FILE_BYTES
+from explorer.measured._problems import MAX_PROBLEMS
+from explorer.specs.measured import AcceptanceCurve
+from explorer.specs.scenario import Acceptance
 from tests.support.paths import ROOT
 from tests.support.server import free_port, log_problems, memory_mib, serve, wait_healthy
 from tests.support.st_client import StSession, metric_text, settle
@@ -290,8 +292,8 @@ def test_exported_csv_neutralises_formulas_in_every_text_cell():
     for row in cells[1:]:
         assert row[0].startswith("'") and row[0][1:] in FORMULAS, row
     # A scenario whose uploaded curve carries formula-like labels: its sweep export.
-    curve = MeasuredCurve(label=FORMULAS[0], draft_lens=(1, 2, 3),
-                          acceptance_lengths=(1.8, 2.4, 2.9), source=FORMULAS[-1])
+    curve = AcceptanceCurve(label=FORMULAS[0], draft_lens=(1, 2, 3),
+                            acceptance_lengths=(1.8, 2.4, 2.9), source=FORMULAS[-1])
     sc = Scenario(acceptance=Acceptance(kind="curve", curve=curve), draft_len=2)
     text = csv_bytes(default_sweep(sc)).decode()
     rows = list(csv.reader(io.StringIO(text)))
@@ -315,8 +317,8 @@ def test_scenario_json_export_keeps_hostile_labels_as_data():
     from explorer.ui.export_panel import scenario_json
 
     label = "<script>alert(1)</script> =1+1 [x](https://evil.example)"
-    curve = MeasuredCurve(label=label, draft_lens=(1, 2), acceptance_lengths=(1.8, 2.4),
-                          source=label)
+    curve = AcceptanceCurve(label=label, draft_lens=(1, 2), acceptance_lengths=(1.8, 2.4),
+                            source=label)
     sc = Scenario(acceptance=Acceptance(kind="curve", curve=curve))
     back = Scenario.model_validate_json(scenario_json(sc))
     assert back == sc and json.loads(scenario_json(sc))["acceptance"]["curve"]["label"] == label

@@ -35,7 +35,8 @@ from streamlit.testing.v1 import AppTest
 from explorer import Scenario, evaluate
 from explorer.interfaces.store import ScenarioStore, StoreError, reset_default_stores
 from explorer.interfaces.store_schema import scenarios
-from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps
+from explorer.specs.measured import AcceptanceCurve, StepTimings
+from explorer.specs.scenario import Acceptance
 from tests.support.paths import ROOT
 from tests.support.postgres import postgres_url
 from tests.support.server import free_port, log_problems, start_server, stop_server, wait_healthy
@@ -140,13 +141,13 @@ def rich(i: int) -> Scenario:
     rows = 2000
     return Scenario(
         batch=8, draft_len=3,
-        acceptance=Acceptance(kind="curve", curve=MeasuredCurve(
+        acceptance=Acceptance(kind="curve", curve=AcceptanceCurve(
             label=f"run {i}", draft_lens=(1, 2, 3, 5), acceptance_lengths=(1.8, 2.4, 2.9, 3.4),
             source="faults")),
-        measured_steps=MeasuredSteps(batch=(8,) * rows, draft_len=tuple(range(rows)),
-                                     step_time_s=tuple(0.01 + i * 1e-6 + k * 1e-9
-                                                       for k in range(rows)),
-                                     source=f"run {i}"))
+        measured_steps=StepTimings(batch=(8,) * rows, draft_len=tuple(range(rows)),
+                                   step_time_s=tuple(0.01 + i * 1e-6 + k * 1e-9
+                                                     for k in range(rows)),
+                                   source=f"run {i}"))
 
 
 # --- in the app (AppTest): save, lose the database, save again, get it back ------------------
@@ -242,7 +243,8 @@ def test_database_turns_read_only_mid_session(db: Db, monkeypatch: pytest.Monkey
 
 SAVER = """
 import hashlib, sys
-from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
+from explorer.specs.measured import AcceptanceCurve, StepTimings
+from explorer.specs.scenario import Acceptance, Scenario
 from explorer.interfaces.store import ScenarioStore
 
 def rich(i):  # as tests/test_faults.py's rich()

@@ -17,7 +17,7 @@ from explorer.model.acceptance import (
     marginal_from_conditional,
 )
 from explorer.model.acceptance_source import curve_al
-from explorer.specs.scenario import MeasuredCurve
+from explorer.specs.measured import AcceptanceCurve
 
 # Rates are 0 or ≥ 1e-6: products of subnormals underflow, which no measurement produces.
 rates = st.lists(st.one_of(st.just(0.0), st.floats(1e-6, 1.0)), min_size=1, max_size=40)
@@ -53,7 +53,7 @@ def test_iid_closed_form_matches_sum():
 
 
 def test_curve_interpolation_is_monotone_and_flags_extrapolation():
-    curve = MeasuredCurve(draft_lens=(1, 3, 5), acceptance_lengths=(1.7, 2.4, 2.7), label="x")
+    curve = AcceptanceCurve(draft_lens=(1, 3, 5), acceptance_lengths=(1.7, 2.4, 2.7), label="x")
     res = curve_al(curve, np.arange(0, 9), block=False)
     assert res.acceptance_length[0] == 1.0 and res.acceptance_length[3] == pytest.approx(2.4)
     assert np.all(np.diff(res.acceptance_length) >= 0)
@@ -62,7 +62,7 @@ def test_curve_interpolation_is_monotone_and_flags_extrapolation():
 
 
 def test_block_curve_only_at_measured_draft_lens():
-    curve = MeasuredCurve(draft_lens=(7,), acceptance_lengths=(4.1,), label="dflash")
+    curve = AcceptanceCurve(draft_lens=(7,), acceptance_lengths=(4.1,), label="dflash")
     res = curve_al(curve, np.arange(0, 9), block=True)
     assert res.acceptance_length[7] == pytest.approx(4.1) and res.acceptance_length[0] == 1.0
     assert np.isnan(res.acceptance_length[[1, 2, 3, 4, 5, 6, 8]]).all()
@@ -70,4 +70,4 @@ def test_block_curve_only_at_measured_draft_lens():
 
 def test_measured_curve_rejects_al_outside_bounds():
     with pytest.raises(ValueError, match=r"outside \[1, 1\+D\]"):
-        MeasuredCurve(draft_lens=(2,), acceptance_lengths=(3.5,))
+        AcceptanceCurve(draft_lens=(2,), acceptance_lengths=(3.5,))

@@ -7,20 +7,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from explorer.base.dtypes import normalize_dtype
 from explorer.calibration import (
-    AttentionTimings,
-    GemmTimings,
     back_out_draft_cost,
     fit_kernel_efficiencies,
     fit_step_overheads,
     mape,
-    normalize_dtype,
 )
+from explorer.measured import parse_bytes
 from explorer.model.grid import ScenarioModel, scenario_model
 from explorer.model.kernels import attention_time, gemm_time
 from explorer.model.layers import total
 from explorer.presets import hardware_presets
 from explorer.specs.hardware import HardwareOverrides, HardwareSpec
+from explorer.specs.measured import AttentionTimings, GemmTimings
 from explorer.specs.scenario import Scenario
 
 NOISE = 0.03
@@ -178,27 +178,25 @@ def test_dtype_spellings_and_unsupported_rows() -> None:
     np.testing.assert_array_equal(cal.source_row, np.arange(n))
 
 
-def test_measured_tables_feed_the_fit() -> None:
-    from explorer.specs.measured import AttentionTimings as MeasuredAttention
-    from explorer.specs.measured import GemmTimings as MeasuredGemm
-
+def test_parsed_tables_feed_the_fit() -> None:
     g, a = gemm_grid(TRUE), attention_grid(TRUE)
-    mg = MeasuredGemm(
-        m=tuple(int(x) for x in g.m), n=tuple(int(x) for x in g.n),
-        k=tuple(int(x) for x in g.k), dtype=("bfloat16",) * len(g),
-        time_s=tuple(float(x) for x in g.time_s),
-    )
-    ma = MeasuredAttention(
-        batch=tuple(int(x) for x in a.batch), context=tuple(int(x) for x in a.context),
-        q_heads=tuple(int(x) for x in a.q_heads), kv_heads=tuple(int(x) for x in a.kv_heads),
-        head_dim=tuple(int(x) for x in a.head_dim), q_len=tuple(int(x) for x in a.q_len),
-        time_s=tuple(float(x) for x in a.time_s),
-    )
+    rows = [f"gemm,{m},{n},{k},torch.bfloat16,,,,,,,{t!r}"
+            for m, n, k, t in zip(g.m, g.n, g.k, g.time_s, strict=True)]
+    rows += [f"attention,,,,,{b},{s},{qh},{kvh},{hd},{q},{t!r}"
+             for b, s, qh, kvh, hd, q, t in zip(a.batch, a.context, a.q_heads, a.kv_heads,
+                                                a.head_dim, a.q_len, a.time_s, strict=True)]
+    text = "kind,m,n,k,dtype,batch,context,q_heads,kv_heads,head_dim,q_len,time_s\n"
+    parsed = parse_bytes("kernels.csv", ("\n".join([text.strip(), *rows]) + "\n").encode())
+    assert parsed.ok and parsed.kernel_timings is not None
+    table = parsed.kernel_timings
+    assert table.gemm is not None and set(table.gemm.dtype) == {"bf16"}
     direct = fit_kernel_efficiencies(PRESET, g, a)
-    via_tables = fit_kernel_efficiencies(PRESET, mg, ma)
-    assert via_tables.overrides == direct.overrides
-    empty = fit_kernel_efficiencies(PRESET, MeasuredGemm(), ma)  # an empty table counts as none
-    assert empty.n_gemm == 0
+    via_file = fit_kernel_efficiencies(PRESET, table.gemm, table.attention)
+    assert via_file.overrides == direct.overrides
+    attention_only = fit_kernel_efficiencies(PRESET, None, table.attention)
+    assert attention_only.n_gemm == 0 and attention_only.n_attention == len(a)
+    with pytest.raises(ValueError):  # a table without rows does not exist: None says "none"
+        GemmTimings(m=(), n=(), k=(), dtype=(), time_s=())
 
 
 def test_inputs_are_validated() -> None:

@@ -12,7 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from explorer.base.dtypes import WEIGHT_DTYPES
 from explorer.interfaces.cli import main
+from tests.support.kernel_tables import HARDWARE_FOR, MODEL, TP, kernel_timings_csv, spellings
 from tests.support.paths import SAMPLES
 
 EVALUATE_KEYS = {
@@ -189,3 +191,32 @@ def test_recommend_json_names_its_sources():
     assert code == 0
     assert "al_curve.csv" in data["sources"]["acceptance_length"]
     assert "step_times.csv" in data["sources"]["measured_timings"]
+
+
+_T_VERIF: dict[tuple[str, str | None], tuple[float, float]] = {}
+
+
+def t_verif_with_table(tmp_path: Path, dtype: str, spelling: str | None) -> tuple[float, float]:
+    """(T_verif base, spec) from `evaluate --json`, with a kernel table spelled so (or none)."""
+    key = (dtype, spelling)
+    if key not in _T_VERIF:
+        argv = ["evaluate", "--hardware", HARDWARE_FOR[dtype], "--model", MODEL, "--tp", str(TP),
+                "--batch", "8", "--draft-len", "3", "--dtype", dtype, "--json"]
+        if spelling is not None:
+            f = tmp_path / f"kernels_{len(_T_VERIF)}.csv"
+            f.write_bytes(kernel_timings_csv(spelling, dtype))
+            argv += ["--timings-file", str(f)]
+        code, out, err = run(*argv)
+        assert code == 0, err
+        data = json.loads(out)
+        _T_VERIF[key] = (data["t_verif_base_s"], data["t_verif_spec_s"])
+    return _T_VERIF[key]
+
+
+@pytest.mark.parametrize(("dtype", "spelling"),
+                         [(dt, s) for dt in WEIGHT_DTYPES for s in spellings(dt)])
+def test_a_timings_file_in_any_dtype_spelling_gives_the_canonical_t_verif(
+        tmp_path: Path, dtype: str, spelling: str):
+    canonical = t_verif_with_table(tmp_path, dtype, dtype)
+    assert canonical != t_verif_with_table(tmp_path, dtype, None), "the table changes T_verif"
+    assert t_verif_with_table(tmp_path, dtype, spelling) == canonical

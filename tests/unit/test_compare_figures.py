@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from explorer import evaluate
-from explorer.specs.scenario import Acceptance, MeasuredCurve, Scenario
+from explorer.specs.measured import AcceptanceCurve
+from explorer.specs.scenario import Acceptance, Scenario
 from explorer.ui import compare_figures as cf
 from explorer.ui.compare_page import CompareItem, differing_inputs
 
@@ -50,7 +51,7 @@ def test_user_text_in_labels_is_not_html():
 
 
 def test_differing_inputs_lists_only_what_differs_with_curves_summarised():
-    curve = MeasuredCurve(label="mine", draft_lens=(1, 2), acceptance_lengths=(1.5, 2.0))
+    curve = AcceptanceCurve(label="mine", draft_lens=(1, 2), acceptance_lengths=(1.5, 2.0))
     items = [
         CompareItem("pin:1", "one", Scenario(), {"slo": 30.0}),
         CompareItem("pin:2", "two", Scenario(draft_len=2, acceptance=Acceptance(

@@ -63,9 +63,6 @@ CORE_FILES = sorted(p for p in (ROOT / "explorer").rglob("*.py") if "ui" not in 
 SLUG_BRANCH = re.compile(
     r"""\b(slug|mech|mechanism|hardware)\b\s*(==|!=|(not\s+)?in\s*[(\[{])\s*["']"""
     r"""|\.startswith\(\s*["']mi""")
-# explorer/measured/_common.py (the measured-data parsers, another owner) still infers a draft
-# style from slugs; listed so that the day it reads data/mechanisms.csv this test says so.
-NOT_YET = {"explorer/measured/_common.py"}
 
 
 def _slug_branches(path: Path) -> list[str]:
@@ -86,12 +83,9 @@ def test_the_pattern_catches_what_it_is_for():
 
 def test_no_core_module_compares_a_mechanism_or_hardware_slug_to_a_literal():
     assert len(CORE_FILES) > 30
-    found = [hit for p in CORE_FILES if str(p.relative_to(ROOT)) not in NOT_YET
-             for hit in _slug_branches(p)]
+    found = [hit for p in CORE_FILES for hit in _slug_branches(p)]
     assert not found, "behaviour belongs in data/mechanisms.csv or hardware.csv:\n" + "\n".join(
         found)
-    for rel in NOT_YET:
-        assert _slug_branches(ROOT / rel), f"{rel} is clean now: drop it from NOT_YET"
 
 
 # --- one source for every limit ---------------------------------------------------------------

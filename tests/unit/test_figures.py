@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from explorer import Scenario, pareto
+from explorer import Acceptance, Scenario, pareto
 from explorer.analysis.views import gemm_efficiency, speedup_surface, tile_boundaries, tile_steps
 from explorer.ui import figures
 
@@ -39,3 +40,57 @@ def test_heatmap_payload_is_compact_and_marks_the_current_point():
     assert len(fig.to_json()) < 200_000
     marker = next(t for t in fig.data if t.name == "current point")
     assert list(marker.y) == [7.0]
+
+
+def test_al_series_hold_their_curve_or_model_result():
+    from explorer.analysis.views import al_curves
+    from explorer.model.acceptance_source import ALResult
+    from explorer.presets import sample_curves
+
+    series = al_curves(Scenario(acceptance=Acceptance(kind="iid", alpha=0.6)))
+    samples = [s for s in series if s.kind == "sample"]
+    assert [s.data for s in samples] == list(sample_curves().values())
+    assert all(s.data is c for s, c in zip(samples, sample_curves().values(), strict=True))
+    s0 = samples[0]
+    assert list(s0.draft_len) == list(s0.data.draft_lens)
+    assert s0.provenance == s0.data.source_text and "al_curves.csv" in s0.provenance
+    mine = next(s for s in series if s.kind == "scenario")
+    assert isinstance(mine.data, ALResult) and mine.acceptance_length[2] == pytest.approx(
+        1 + 0.6 + 0.36)
+    fig = figures.al_figure(series, "eagle3")
+    assert any("this scenario" in t.name for t in fig.data)
+
+
+def test_data_page_figures_are_pure_functions_of_parsed_data_and_fits():
+    from explorer.calibration import back_out_draft_cost, fit_kernel_efficiencies
+    from explorer.measured import validate_path
+    from explorer.model.grid import scenario_model
+    from explorer.presets import hardware_presets
+    from explorer.ui import data_figures
+    from tests.support.paths import SAMPLES
+
+    curves = validate_path(SAMPLES / "al_curve.csv").curves
+    fig = data_figures.uploaded_curves_figure([("mine", c) for c in curves])
+    assert len(fig.data) == len(curves) and fig.data[0].name.startswith("mine: ")
+    assert curves[0].source_text[:60] in fig.data[0].hovertemplate
+
+    kt = validate_path(SAMPLES / "kernel_timings.csv").kernel_timings
+    assert kt is not None
+    cal = fit_kernel_efficiencies(hardware_presets()["h100"], kt.gemm, kt.attention)
+    fig = data_figures.calibration_figure(cal)
+    assert [t.name for t in fig.data] == ["preset model", "calibrated model", "model = measured"]
+    assert list(fig.data[1].y) == pytest.approx(list(np.asarray(cal.predicted_after_s) * 1e6))
+    assert fig.layout.xaxis.type == "log" and "µs" in fig.layout.xaxis.title.text
+
+    steps = validate_path(SAMPLES / "sglang_bench_speculative.jsonl").step_timings
+    assert steps is not None and steps.includes_draft
+    sc = Scenario(model="deepseek-v3", mechanism="mtp", tp=8)
+    spec = np.asarray(steps.draft_len) > 0
+    out = back_out_draft_cost(scenario_model(sc), np.asarray(steps.batch)[spec],
+                              np.asarray(steps.draft_len)[spec], 65536,
+                              np.asarray(steps.step_time_s)[spec])
+    fig = data_figures.draft_backout_figure(out)
+    assert list(fig.data[0].x) == [f"B={b:g}, D={d:g}" for b, d in zip(out.batch, out.draft_len,
+                                                                        strict=True)]
+    assert list(fig.data[0].y) == pytest.approx(list(np.asarray(out.t_draft_measured_s) * 1e3))
+    assert fig.layout.yaxis.title.text == "T_draft (ms)"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from explorer.measured import KNOWN_MECHANISMS, ParseResult, Problem, parse_bytes, validate_path
-from explorer.measured._common import MAX_FILE_BYTES, MAX_PROBLEMS
+from explorer.measured._entry import MAX_FILE_BYTES
+from explorer.measured._problems import MAX_PROBLEMS
 
 
 def parse(name: str, text: str | bytes) -> ParseResult:

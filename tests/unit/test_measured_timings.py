@@ -7,12 +7,11 @@ import pytest
 
 from explorer import Scenario, evaluate
 from explorer.measured import validate_path
-from explorer.measured.scenario_curve import as_measured_kernels, as_measured_steps
 from explorer.model.grid import scenario_model
 from explorer.model.kernels import attention_time, gemm_time
 from explorer.model.layers import COMPONENTS
 from explorer.presets import hardware_presets
-from explorer.specs.scenario import MeasuredAttention, MeasuredGemm, MeasuredKernels, MeasuredSteps
+from explorer.specs.measured import AttentionTimings, GemmTimings, KernelTimings, StepTimings
 
 BASE = {"hardware": "h100", "model": "llama-3.1-8b", "tp": 1, "batch": 8, "context": 4096,
         "draft_len": 3}
@@ -23,7 +22,7 @@ def test_measured_gemm_shape_is_returned_exactly_and_others_stay_analytic():
     m = np.asarray([1, 8, 64, 512], dtype=float)
     # Llama-3.1-8B at TP 1: the O projection is (n=4096, k=4096).
     measured = 2.0 * gemm_time(hw, m, 4096, 4096).time_s
-    sc = Scenario(**BASE, measured_kernels=MeasuredKernels(gemm=MeasuredGemm(
+    sc = Scenario(**BASE, measured_kernels=KernelTimings(gemm=GemmTimings(
         m=tuple(int(x) for x in m), n=(4096,) * 4, k=(4096,) * 4, dtype=("bfloat16",) * 4,
         time_s=tuple(float(x) for x in measured)), source="test"))
     lm = scenario_model(sc).target
@@ -49,9 +48,9 @@ def test_measured_attention_replaces_the_attention_component():
             "kv_heads": (8,) * 3, "head_dim": (128,) * 3}
     t1 = 1.5 * attention_time(hw, b, s, 8, 4, 1, 128).time_s
     t4 = 1.5 * attention_time(hw, b, s, 8, 4, 4, 128).time_s
-    att = MeasuredAttention(**{k: v + v for k, v in rows.items()}, q_len=(1,) * 3 + (4,) * 3,
+    att = AttentionTimings(**{k: v + v for k, v in rows.items()}, q_len=(1,) * 3 + (4,) * 3,
                             time_s=tuple(float(x) for x in np.concatenate([t1, t4])))
-    sc = Scenario(**BASE, measured_kernels=MeasuredKernels(attention=att))
+    sc = Scenario(**BASE, measured_kernels=KernelTimings(attention=att))
     ev, plain = evaluate(sc), evaluate(Scenario(**BASE))
     for part in ("verify_base", "verify_spec"):
         assert ev.breakdown[part]["attention"] == pytest.approx(
@@ -60,7 +59,7 @@ def test_measured_attention_replaces_the_attention_component():
 
 
 def test_whole_step_table_sets_the_speedup():
-    steps = MeasuredSteps(batch=(1, 8, 64, 1, 8, 64), draft_len=(0, 0, 0, 3, 3, 3),
+    steps = StepTimings(batch=(1, 8, 64, 1, 8, 64), draft_len=(0, 0, 0, 3, 3, 3),
                           step_time_s=(0.006, 0.0064, 0.0098, 0.0075, 0.0080, 0.0150),
                           includes_draft=True, source="test")
     ev = evaluate(Scenario(**BASE, measured_steps=steps))
@@ -78,7 +77,7 @@ def test_whole_step_table_sets_the_speedup():
 def test_verify_only_sample_keeps_the_model_draft_cost():
     result = validate_path("data/samples/step_times.csv")
     assert result.step_timings is not None
-    steps = as_measured_steps(result.step_timings)
+    steps = result.step_timings
     assert not steps.includes_draft
     ev = evaluate(Scenario(**BASE, measured_steps=steps))
     plain = evaluate(Scenario(**BASE))
@@ -87,10 +86,27 @@ def test_verify_only_sample_keeps_the_model_draft_cost():
     assert ev.t_draft_s == pytest.approx(plain.t_draft_s)
 
 
-def test_sample_kernel_timings_convert_and_evaluate():
+def test_sample_kernel_timings_go_into_the_scenario_as_parsed_and_evaluate():
     result = validate_path("data/samples/kernel_timings.csv")
     assert result.kernel_timings is not None
-    mk = as_measured_kernels(result.kernel_timings, "sample")
+    mk = result.kernel_timings
     assert mk.gemm is not None and mk.attention is not None
     ev = evaluate(Scenario(**BASE, measured_kernels=mk))
     assert ev.speedup is not None and ev.speedup > 0
+
+
+def test_attention_rows_replace_attention_of_their_kv_dtype_only():
+    hw = hardware_presets()["h100"]
+    b = np.asarray([1, 8, 64], dtype=float)
+    s = np.full(3, 4096.0)
+    fp8_times = 1.5 * attention_time(hw, b, s, 8, 4, 4, 128, kv_dtype="fp8").time_s
+    att = AttentionTimings(batch=(1, 8, 64), context=(4096,) * 3, q_heads=(32,) * 3,
+                           kv_heads=(8,) * 3, head_dim=(128,) * 3, q_len=(4,) * 3,
+                           kv_dtype=("torch.float8_e4m3fn",) * 3,
+                           time_s=tuple(float(x) for x in fp8_times))
+    table = KernelTimings(attention=att)
+    for kv_dtype, factor in (("fp8", 1.5), ("bf16", 1.0)):  # an FP8-KV table says nothing of BF16
+        ev = evaluate(Scenario(**BASE, kv_dtype=kv_dtype, measured_kernels=table))
+        plain = evaluate(Scenario(**BASE, kv_dtype=kv_dtype))
+        assert ev.breakdown["verify_spec"]["attention"] == pytest.approx(
+            factor * plain.breakdown["verify_spec"]["attention"]), kv_dtype

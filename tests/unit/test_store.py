@@ -36,7 +36,8 @@ from explorer.interfaces.store_schema import VERSION_TABLE, metadata
 from explorer.interfaces.view_state import decode_view, view_of_scenario
 from explorer.specs import settings
 from explorer.specs.hardware import HardwareOverrides
-from explorer.specs.scenario import Acceptance, MeasuredCurve, MeasuredSteps, Scenario
+from explorer.specs.measured import AcceptanceCurve, StepTimings
+from explorer.specs.scenario import Acceptance, Scenario
 from tests.support.paths import ROOT
 from tests.support.postgres import postgres_url as shared_postgres_url
 
@@ -80,8 +81,8 @@ def store(db_url: str) -> Iterator[ScenarioStore]:
     s.dispose()
 
 
-CURVE = MeasuredCurve(label="al_curve.csv: eagle3 on llama, gsm8k", draft_lens=(1, 2, 3, 5, 7),
-                      acceptance_lengths=(1.8, 2.4, 2.9, 3.5, 3.9), source="file al_curve.csv")
+CURVE = AcceptanceCurve(label="al_curve.csv: eagle3 on llama, gsm8k", draft_lens=(1, 2, 3, 5, 7),
+                        acceptance_lengths=(1.8, 2.4, 2.9, 3.5, 3.9), source="file al_curve.csv")
 
 
 def rich_scenario(batch: int = 8) -> Scenario:
@@ -91,8 +92,8 @@ def rich_scenario(batch: int = 8) -> Scenario:
         acceptance=Acceptance(kind="curve", curve=CURVE),
         hardware_overrides=HardwareOverrides(gemm_compute_efficiency=0.61,
                                              launch_latency_s=3.1e-6, label="fitted to mine"),
-        measured_steps=MeasuredSteps(batch=(1, 8, 8), draft_len=(0, 0, 3),
-                                     step_time_s=(0.011, 0.0125, 0.0161), source="bench.csv"),
+        measured_steps=StepTimings(batch=(1, 8, 8), draft_len=(0, 0, 3),
+                                   step_time_s=(0.011, 0.0125, 0.0161), source="bench.csv"),
     )
 
 

@@ -15,11 +15,6 @@ from pydantic import ValidationError
 
 from explorer.calibration import fit_kernel_efficiencies, fit_step_overheads
 from explorer.measured import ParseResult, validate_path
-from explorer.measured.scenario_curve import (
-    as_measured_curve,
-    as_measured_kernels,
-    as_measured_steps,
-)
 from explorer.model.grid import scenario_model
 from explorer.presets import preset_table
 from explorer.specs.scenario import Acceptance, Scenario
@@ -212,8 +207,7 @@ def _with_al_file(scenario: Scenario, path: str) -> Scenario:
         have = sorted({c.mechanism or "?" for c in result.curves})
         raise UsageError(f"argument --al-file: no curve for mechanism '{scenario.mechanism}' in "
                          f"'{path}' (it has: {', '.join(have) or 'no curves'})")
-    curve = as_measured_curve(curves[0])
-    return scenario.model_copy(update={"acceptance": Acceptance(kind="curve", curve=curve)})
+    return scenario.model_copy(update={"acceptance": Acceptance(kind="curve", curve=curves[0])})
 
 
 def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
@@ -221,14 +215,12 @@ def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
     model = scenario_model(scenario)
     if result.kernel_timings is not None:
         t = result.kernel_timings
-        cal = fit_kernel_efficiencies(model.r.hardware, t.gemm if t.gemm.time_s else None,
-                                      t.attention if t.attention.time_s else None)
+        cal = fit_kernel_efficiencies(model.r.hardware, t.gemm, t.attention)
         label = f"{cal.overrides.label} from {path}; MAPE {cal.mape_before:.1f}% → " \
                 f"{cal.mape_after:.1f}%"
         overrides = cal.overrides.model_copy(update={"label": label[:200]})
         # Calibrated efficiencies cover every kernel; measured shapes are used as measured.
-        scenario = scenario.model_copy(
-            update={"measured_kernels": as_measured_kernels(t, f"file {path}")})
+        scenario = scenario.model_copy(update={"measured_kernels": t})
     elif result.step_timings is not None:
         s = result.step_timings
         d = np.asarray(s.draft_len)
@@ -238,8 +230,7 @@ def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
         label = f"step overhead fitted to {len(d)} step times from {path}; MAPE " \
                 f"{step.mape_before:.1f}% → {step.mape_after:.1f}%"
         overrides = step.overrides.model_copy(update={"label": label[:200]})
-        scenario = scenario.model_copy(
-            update={"measured_steps": as_measured_steps(s, f"file {path}")})
+        scenario = scenario.model_copy(update={"measured_steps": s})
     else:
         raise UsageError(f"argument --timings-file: '{path}' holds no timings ({result.format})")
     return scenario.model_copy(update={"hardware_overrides": overrides})

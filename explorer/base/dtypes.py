@@ -1,0 +1,39 @@
+"""The one dtype vocabulary: the model's dtypes, their sizes and every spelling files use.
+
+Measurement files (aiconfigurator, torch, engine logs) spell dtypes many ways; every reader maps
+them here, once, so a table written `torch.bfloat16` means exactly what one written `bf16` does.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# Weights / GEMM inputs, and the KV cache: the dtypes the roofline has peaks and sizes for.
+WeightDtype = Literal["bf16", "fp8", "fp4"]
+KvDtype = Literal["bf16", "fp8"]
+WEIGHT_DTYPES: tuple[WeightDtype, ...] = get_args(WeightDtype)
+KV_DTYPES: tuple[KvDtype, ...] = get_args(KvDtype)
+
+BYTES_PER_ELEMENT: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
+
+# Accepted spelling (lower case) → canonical dtype. FP16 runs at the BF16 peak with the same
+# size, so the model treats it as bf16.
+DTYPE_SPELLINGS: dict[str, WeightDtype] = {
+    "bf16": "bf16", "bfloat16": "bf16", "fp16": "bf16", "float16": "bf16", "half": "bf16",
+    "torch.bfloat16": "bf16", "torch.float16": "bf16",
+    "fp8": "fp8", "float8": "fp8", "fp8_e4m3": "fp8", "e4m3": "fp8", "fp8_block": "fp8",
+    "float8_e4m3fn": "fp8", "torch.float8_e4m3fn": "fp8",
+    "fp4": "fp4", "nvfp4": "fp4", "mxfp4": "fp4",
+}
+
+
+def normalize_dtype(name: str) -> str:
+    """The canonical dtype for a spelling (bfloat16 → bf16, nvfp4 → fp4); unknown names
+    (int4_wo, sq, …) come back stripped and lower-cased, so readers can skip them by name."""
+    key = name.strip().lower()
+    return DTYPE_SPELLINGS.get(key, key)
+
+
+def spellings_of(dtype: WeightDtype) -> tuple[str, ...]:
+    """Every accepted spelling of one canonical dtype (the canonical one first)."""
+    return (dtype, *sorted(k for k, v in DTYPE_SPELLINGS.items() if v == dtype and k != dtype))

@@ -1,0 +1,172 @@
+"""Building AL curves from parsed points: bounds, monotonicity, rates and their consistency."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import ValidationError
+
+from explorer.base.limits import MAX_LABEL_CHARS
+from explorer.measured._problems import Collector, validation_message
+from explorer.model.acceptance import conditional_from_marginal
+from explorer.specs.measured import (
+    AcceptanceCurve,
+    DraftStyle,
+    Mechanism,
+    Provenance,
+    al_within_bounds,
+)
+
+# |AL - (1 + Σ marginals)| above this is an error. Same tolerance as specdec_bench's own
+# mean-consistency check (speculation_profile.py, _consistency_check).
+AL_CONSISTENCY_TOL = 0.02
+# Conditional and marginal vectors given together must agree to this (files round to 1e-6).
+RATE_CONSISTENCY_TOL = 1e-3
+
+
+def group_provenance(
+    name: str, sources: Iterable[str], model: str, dataset: str, temperature: float | None,
+    fmt: str, drafter: str = "",
+) -> Provenance:
+    """Provenance of one curve built from a group of CSV rows."""
+    return Provenance(
+        file=name,
+        source="; ".join(sorted({s for s in sources if s})) or None,
+        model=model or None,
+        drafter=drafter or None,
+        dataset=dataset or None,
+        temperature=temperature,
+        format=fmt,
+    )
+
+
+def join_nonempty(parts: Iterable[str | None], sep: str = " · ") -> str:
+    return sep.join(p for p in parts if p)
+
+
+def build_curve(
+    col: Collector,
+    *,
+    label: str,
+    mechanism: Mechanism | None,
+    draft_style: DraftStyle | None,
+    draft_lens: Sequence[int],
+    als: Sequence[float],
+    provenance: Provenance,
+    conditional: Sequence[float] | None = None,
+    max_supported: int | None = None,
+    rows: Sequence[int | None] | None = None,
+    fields: Sequence[str | None] | None = None,
+) -> AcceptanceCurve | None:
+    """Check the AL bounds and monotonicity of one curve, then build it (None on errors)."""
+    n = len(draft_lens)
+    rows_ = list(rows) if rows is not None else [None] * n
+    fields_ = list(fields) if fields is not None else ["AL"] * n
+    within = al_within_bounds(als, draft_lens)
+    ok = bool(within.all())
+    for i in map(int, np.flatnonzero(~within)):
+        d, a, r, f = draft_lens[i], als[i], rows_[i], fields_[i]
+        if not math.isfinite(a):
+            col.error(f"{label}: AL at D={d} is not a finite number", r, f)
+        else:
+            col.error(
+                f"{label}: AL {a:g} at D={d} is outside [1, {1 + d}] (AL counts the bonus "
+                f"token, so 1 <= AL <= 1 + D)",
+                r,
+                f,
+            )
+    for i in range(1, n):
+        if ok and als[i] < als[i - 1] - 1e-12:
+            col.warn(
+                f"{label}: AL falls from {als[i - 1]:g} at D={draft_lens[i - 1]} to {als[i]:g} "
+                f"at D={draft_lens[i]} (AL should not decrease with D)",
+                rows_[i],
+                fields_[i],
+            )
+    if max_supported is not None and draft_lens and max_supported < max(draft_lens):
+        col.error(
+            f"{label}: measured at D={max(draft_lens)} but the maximum supported draft length "
+            f"is {max_supported}",
+            None,
+            "max_supported_draft_len",
+        )
+        ok = False
+    if not ok:
+        return None
+    try:
+        return AcceptanceCurve(
+            label=label[:MAX_LABEL_CHARS],
+            mechanism=mechanism,
+            draft_style=draft_style,
+            draft_lens=tuple(int(d) for d in draft_lens),
+            acceptance_lengths=tuple(float(a) for a in als),
+            conditional_rates=None if conditional is None else tuple(float(c) for c in conditional),
+            provenance=provenance,
+            max_supported_draft_len=max_supported,
+        )
+    except ValidationError as exc:
+        col.error(f"{label}: {validation_message(exc)}")
+        return None
+
+
+def conditional_rates_of(marginal: npt.ArrayLike) -> list[float]:
+    """Conditional rates from marginals, kept in [0, 1] (rising marginals are warned about)."""
+    with np.errstate(all="ignore"):
+        c = conditional_from_marginal(marginal)
+    return [float(x) for x in np.clip(np.nan_to_num(c, nan=0.0, posinf=1.0), 0.0, 1.0)]
+
+
+def check_rates(
+    col: Collector,
+    rates: Sequence[float],
+    *,
+    field: str,
+    rows: Sequence[int | None] | None = None,
+    what: str = "rate",
+) -> bool:
+    """Every rate in [0, 1]; errors name the position (1-based) and field."""
+    ok = True
+    for i, r in enumerate(rates):
+        row = rows[i] if rows is not None else None
+        f = field if rows is not None else f"{field}[{i}]"
+        if not (math.isfinite(r) and 0.0 <= r <= 1.0):
+            col.error(f"{what} at position {i + 1} is {r:g}, outside [0, 1]", row, f)
+            ok = False
+    return ok
+
+
+def warn_if_marginals_increase(
+    col: Collector, marginal: Sequence[float], *, label: str, field: str | None = None
+) -> None:
+    for i in range(1, len(marginal)):
+        if marginal[i] > marginal[i - 1] + 1e-9:
+            col.warn(
+                f"{label}: marginal acceptance rises from {marginal[i - 1]:g} at position {i} "
+                f"to {marginal[i]:g} at position {i + 1}; a survival probability cannot rise "
+                f"(malformed data, or these are conditional rates)",
+                None,
+                field,
+            )
+
+
+def check_al_consistency(
+    col: Collector,
+    reported_al: float,
+    marginal: Sequence[float],
+    *,
+    label: str,
+    field: str | None,
+    row: int | None = None,
+) -> None:
+    implied = 1.0 + float(sum(marginal))
+    if abs(implied - reported_al) > AL_CONSISTENCY_TOL:
+        col.error(
+            f"{label}: reported AL {reported_al:.6g} disagrees with 1 + sum of marginal rates "
+            f"= {implied:.6g} (difference {reported_al - implied:+.4g}, tolerance "
+            f"{AL_CONSISTENCY_TOL})",
+            row,
+            field,
+        )

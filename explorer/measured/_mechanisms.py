@@ -1,0 +1,84 @@
+"""Mechanism and draft-style names as engines and papers write them."""
+
+from __future__ import annotations
+
+import re
+
+from explorer.presets import mechanism_presets
+from explorer.specs.measured import KNOWN_MECHANISMS, DraftStyle, Mechanism
+
+_MECHANISM_ALIASES: dict[str, Mechanism] = {
+    "external": "external",
+    "external_draft": "external",
+    "draft": "external",
+    "draft_model": "external",
+    "draft_target": "external",
+    "standalone": "external",
+    "small_model": "external",
+    "mtp": "mtp",
+    "nextn": "mtp",
+    "deepseek_mtp": "mtp",
+    "eagle3": "eagle3",
+    "eagle_3": "eagle3",
+    "dflash": "dflash",
+    "dspark": "dspark",
+    "ngram": "ngram",
+    "n_gram": "ngram",
+    "prompt_lookup": "ngram",
+    "suffix": "ngram",
+    "suffix_decoding": "ngram",
+}
+KNOWN_MECHANISMS_TEXT = ", ".join(KNOWN_MECHANISMS)
+
+
+def normalize_mechanism(raw: str) -> tuple[Mechanism | None, DraftStyle | None, bool]:
+    """(mechanism, draft style, recognised). Empty text is (None, None, True).
+
+    Accepts the names engines and papers use: 'EAGLE3', 'eagle3_chain', 'draft_model',
+    'ngram_prompt_lookup', 'dflash_block_diffusion (5 layers)', 'MTP (nextn)', ...
+    """
+    s = re.sub(r"\([^)]*\)", " ", raw.strip().lower())
+    s = re.sub(r"[^0-9a-z]+", "_", s).strip("_")
+    if not s:
+        return None, None, True
+    mech: Mechanism | None = _MECHANISM_ALIASES.get(s)
+    if mech is None:
+        parts = s.split("_")
+        for i in range(len(parts) - 1, 0, -1):
+            mech = _MECHANISM_ALIASES.get("_".join(parts[:i]))
+            if mech is not None:
+                break
+    if mech is None:
+        return None, None, False
+    return mech, infer_draft_style(mech, s), True
+
+
+def infer_draft_style(mech: Mechanism | None, text: str = "") -> DraftStyle | None:
+    t = text.lower()
+    if "tree" in t:
+        return None
+    if "block" in t:
+        return "block"
+    if "chain" in t:
+        return "chain"
+    spec = mechanism_presets().get(mech) if mech is not None else None
+    if spec is None:
+        return None
+    return "block" if spec.is_block else "chain"  # the mechanism's own style (mechanisms.csv)
+
+
+def parse_draft_style(raw: str) -> tuple[DraftStyle | None, bool]:
+    s = raw.strip().lower()
+    if not s:
+        return None, True
+    if s in ("chain", "linear", "autoregressive", "ar", "chain_analytic"):
+        return "chain", True
+    if s in ("block", "parallel", "block_parallel", "measured_per_k"):
+        return "block", True
+    if s == "tree":
+        return None, True
+    return None, False
+
+
+def unknown_mechanism_message(raw: str) -> str:
+    return f"unknown mechanism '{raw}'; known mechanisms: {KNOWN_MECHANISMS_TEXT}"
