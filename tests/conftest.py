@@ -32,6 +32,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker("slow")
 
 
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """This test's own SQLite scenario store (EXPLORER_DATA_DIR), never ./.explorer-data."""
+    from explorer.interfaces import store
+
+    monkeypatch.delenv(store.DATABASE_URL_ENV, raising=False)
+    monkeypatch.setenv(store.DATA_DIR_ENV, str(tmp_path / "data"))
+    store.reset_default_stores()
+    yield tmp_path / "data"
+    store.reset_default_stores()
+
+
 @pytest.fixture(scope="session")
 def app_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The served app's EXPLORER_DATA_DIR: a fresh SQLite scenario store."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,13 +23,7 @@ CURVE = AcceptanceCurve(label="mine.csv: eagle3 on llama-70b, chat", draft_lens=
                         acceptance_lengths=(1.7, 2.2, 2.6, 3.1, 3.4), source="file mine.csv")
 
 
-@pytest.fixture(autouse=True)
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.delenv(store.DATABASE_URL_ENV, raising=False)
-    monkeypatch.setenv(store.DATA_DIR_ENV, str(tmp_path / "data"))
-    store.reset_default_stores()
-    yield tmp_path / "data"
-    store.reset_default_stores()
+pytestmark = pytest.mark.usefixtures("data_dir")  # a private SQLite store (conftest.py)
 
 
 def plain(markdown: str) -> str:

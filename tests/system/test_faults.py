@@ -4,8 +4,8 @@ serving, says what happened, and no saved scenario is lost or corrupted. Each te
 it saw.
 
 The database parts run on SQLite and on a real PostgreSQL (scripts/ci_postgres.sh; the URL comes
-from EXPLORER_TEST_DATABASE_URL or the file it writes, as in tests/test_store.py; without one the
-PostgreSQL cases skip, or fail under CI=true).
+from EXPLORER_TEST_DATABASE_URL or the file it writes (tests/support/postgres.py); without one
+the PostgreSQL cases skip, or fail under CI=true).
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ from explorer.specs.measured import AcceptanceCurve, StepTimings
 from explorer.specs.scenario import Acceptance, Scenario
 from explorer.interfaces.store import ScenarioStore
 
-def rich(i):  # as tests/test_faults.py's rich()
+def rich(i):
 """ + "\n".join("    " + line for line in inspect.getsource(rich).splitlines()[2:]) + """
 
 store = ScenarioStore(sys.argv[1])

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -27,13 +26,7 @@ def run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.fixture(autouse=True)
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.delenv(store.DATABASE_URL_ENV, raising=False)
-    monkeypatch.setenv(store.DATA_DIR_ENV, str(tmp_path / "data"))
-    store.reset_default_stores()
-    yield tmp_path / "data"
-    store.reset_default_stores()
+pytestmark = pytest.mark.usefixtures("data_dir")  # a private SQLite store (conftest.py)
 
 
 def save(*argv: str) -> str:
