@@ -39,6 +39,7 @@ from explorer.kernel_tables.catalog import (
     table_dtype,
     versions,
 )
+from explorer.kernel_tables.coverage import PresetCoverage, preset_coverage, table_dtypes
 from explorer.kernel_tables.gemm import (
     GemmCurve,
     GemmLookup,
@@ -59,6 +60,7 @@ __all__ = [
     "GemmTable",
     "GenerationAttentionTable",
     "Missing",
+    "PresetCoverage",
     "Provenance",
     "TableRef",
     "engine_versions",
@@ -72,7 +74,9 @@ __all__ = [
     "newest_versions",
     "package_label",
     "package_version",
+    "preset_coverage",
     "resolve_system",
     "table_dtype",
+    "table_dtypes",
     "versions",
 ]

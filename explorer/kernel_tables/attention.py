@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow.parquet as pq
 
-from explorer.kernel_tables._grid import BoolArray, FloatArray, interpolate, locate, log_axis
+from explorer.kernel_tables._grid import BoolArray, FloatArray, Grid, interpolate, locate, log_axis
 from explorer.kernel_tables.catalog import (
     Missing,
     Provenance,
@@ -73,6 +73,7 @@ class AttentionConfig:
     kv_len_values: npt.NDArray[np.int64]
     log_latency: FloatArray  # log seconds (batch, kv_len); NaN where not measured
     provenance: Provenance
+    grid: Grid
 
     @property
     def measured(self) -> BoolArray:
@@ -80,14 +81,11 @@ class AttentionConfig:
 
     def latency(self, batch: npt.ArrayLike, kv_len_tokens: npt.ArrayLike) -> AttentionLookup:
         """Vectorized over broadcast arrays of batch (sequences) and KV length (tokens)."""
-        b, s = np.broadcast_arrays(np.asarray(batch, dtype=np.float64),
-                                   np.asarray(kv_len_tokens, dtype=np.float64))
-        axes = [locate(log_axis(self.batch_values), np.log(b).ravel()),
-                locate(log_axis(self.kv_len_values), np.log(s).ravel())]
-        known = self.measured
-        value, ok, _ = interpolate(self.log_latency, known, np.zeros_like(known), axes)
-        latency = np.where(ok, np.exp(value), np.nan)
-        return AttentionLookup(latency.reshape(b.shape), ok.reshape(b.shape), self.provenance)
+        queries = [np.log(np.asarray(q, dtype=np.float64)) for q in (batch, kv_len_tokens)]
+        shape = np.broadcast_shapes(*(q.shape for q in queries))
+        axes = [locate(a, q) for a, q in zip(self.grid.axes_log, queries, strict=True)]
+        value, ok, _ = interpolate(self.grid, axes, shape)
+        return AttentionLookup(np.where(ok, np.exp(value), np.nan), ok, self.provenance)
 
 
 @dataclass(frozen=True)
@@ -193,7 +191,8 @@ def _build(ref: TableRef, kv_dtype: str) -> GenerationAttentionTable | Missing:
             f"{heads}/{kv} heads × {dim}, window {window}, {attn[lo]} compute, "
             f"{int(np.isfinite(grid).sum())} of {grid.size} (batch, KV) points measured")
         configs[(heads, kv, dim, window)] = AttentionConfig(
-            heads, kv, dim, window, b_v, s_v, grid, prov)
+            heads, kv, dim, window, b_v, s_v, grid, prov,
+            Grid.build([log_axis(b_v), log_axis(s_v)], grid))
     if not configs:
         return Missing(f"no usable {kv_dtype} KV-cache {_OP} grid in {ref.where}")
     return GenerationAttentionTable(ref, kv_dtype, configs)

@@ -26,6 +26,7 @@ from explorer.kernel_tables import (
     load_gemm_table,
     load_generation_attention_table,
     newest_version,
+    preset_coverage,
     resolve_system,
     table_dtype,
     versions,
@@ -127,7 +128,9 @@ def test_curve_over_m_equals_the_trilinear_lookup():
     table = h200_bf16()
     m = np.geomspace(1, 32768, 500)
     for n, k in ((6144, 4096), (14336 / 2, 4096), (57344, 8192), (65536, 60000), (100, 70000)):
-        fast, full = table.curve(n, k).latency(m), table.latency(m, n, k)
+        # Arrays of n and k take the general trilinear path; scalars take the curve.
+        fast = table.latency(m, n, k)
+        full = table.latency(m, np.full_like(m, n), np.full_like(m, k))
         np.testing.assert_array_equal(fast.covered, full.covered)
         np.testing.assert_array_equal(fast.filled, full.filled)
         np.testing.assert_allclose(fast.latency_s, full.latency_s, rtol=1e-12)
@@ -296,3 +299,15 @@ def test_default_lane_copy_matches_the_package():
         assert not isinstance(ref, Missing)
         spec = yaml.safe_load((root.parent / f"{system}.yaml").read_text())
         assert sm_version(ref) == spec["gpu"]["sm_version"]
+
+
+def test_preset_coverage_per_engine_and_dtype():
+    rows = {(c.preset, c.engine): c for c in preset_coverage()}
+    assert set(rows) == {(p, e) for p in SYSTEM_FOR_PRESET for e in ("vllm", "sglang", "trtllm")}
+    h200 = rows[("h200", "vllm")]
+    assert (h200.gemm_version, h200.gemm_dtypes, h200.kv_dtypes) == (
+        "0.24.0", ("bf16", "fp8", "fp8_block"), ("bf16", "fp8"))
+    assert "fp4" in rows[("b200", "trtllm")].gemm_dtypes
+    assert rows[("a100", "vllm")].gemm_dtypes == ("bf16",)
+    mi300x = rows[("mi300x", "sglang")]
+    assert mi300x.system is None and mi300x.gemm_dtypes == () and "MI300X" in mi300x.reason
