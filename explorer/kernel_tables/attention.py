@@ -208,7 +208,10 @@ def load_generation_attention_table(
     ref = find_table(gpu, _OP, engine, version, root)
     if isinstance(ref, Missing):
         return ref
-    return _build(ref, table_dtype(kv_dtype))
+    try:
+        return _build(ref, table_dtype(kv_dtype))
+    except (OSError, ValueError, KeyError) as err:  # a damaged or changed file: fall back
+        return Missing(f"could not read {ref.where}/{ref.op}: {err}")
 
 
 def generation_attention_time_s(

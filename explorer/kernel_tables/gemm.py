@@ -288,7 +288,10 @@ def load_gemm_table(
     ref = find_table(gpu, "gemm", engine, version, root)
     if isinstance(ref, Missing):
         return ref
-    return _build(ref, table_dtype(dtype))
+    try:
+        return _build(ref, table_dtype(dtype))
+    except (OSError, ValueError, KeyError) as err:  # a damaged or changed file: fall back
+        return Missing(f"could not read {ref.where}/{ref.op}: {err}")
 
 
 def gemm_time_s(

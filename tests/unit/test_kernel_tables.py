@@ -311,3 +311,16 @@ def test_preset_coverage_per_engine_and_dtype():
     assert rows[("a100", "vllm")].gemm_dtypes == ("bf16",)
     mi300x = rows[("mi300x", "sglang")]
     assert mi300x.system is None and mi300x.gemm_dtypes == () and "MI300X" in mi300x.reason
+
+
+def test_a_damaged_table_is_a_reason_not_an_exception(tmp_path: Path):
+    gemm = tmp_path / "h200_sxm" / "gemm" / "vllm" / "0.24.0"
+    attention = tmp_path / "h200_sxm" / "attention" / "vllm" / "0.24.0"
+    gemm.mkdir(parents=True)
+    attention.mkdir(parents=True)
+    (gemm / "gemm_perf.parquet").write_bytes(b"not parquet")
+    pd.DataFrame({"latency": [1.0]}).to_parquet(attention / "generation_attention_perf.parquet")
+    found = load_gemm_table("h200", "vllm", "bf16", root=tmp_path)
+    assert isinstance(found, Missing) and "could not read h200_sxm/gemm/vllm/0.24.0" in found.reason
+    found = load_generation_attention_table("h200", "vllm", "bf16", root=tmp_path)
+    assert isinstance(found, Missing) and "could not read" in found.reason
