@@ -50,6 +50,12 @@ def log_axis(values: npt.ArrayLike) -> FloatArray:
     return np.log(np.asarray(values, dtype=np.float64))
 
 
+def log_query(values: npt.ArrayLike) -> FloatArray:
+    """Log of query values; 0, negative or NaN give -inf/NaN (not covered), without warnings."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(np.asarray(values, dtype=np.float64))
+
+
 def locate(axis_log: FloatArray, x_log: FloatArray) -> Located:
     """Bracket each x in a sorted log axis (≥ 2 nodes). At a node the weight is exactly 0 or 1,
     so the interpolant returns the grid value there; outside the axis (or NaN) `inside` is

@@ -24,7 +24,15 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow.parquet as pq
 
-from explorer.kernel_tables._grid import BoolArray, FloatArray, Grid, interpolate, locate, log_axis
+from explorer.kernel_tables._grid import (
+    BoolArray,
+    FloatArray,
+    Grid,
+    interpolate,
+    locate,
+    log_axis,
+    log_query,
+)
 from explorer.kernel_tables.catalog import (
     Missing,
     Provenance,
@@ -81,7 +89,7 @@ class AttentionConfig:
 
     def latency(self, batch: npt.ArrayLike, kv_len_tokens: npt.ArrayLike) -> AttentionLookup:
         """Vectorized over broadcast arrays of batch (sequences) and KV length (tokens)."""
-        queries = [np.log(np.asarray(q, dtype=np.float64)) for q in (batch, kv_len_tokens)]
+        queries = [log_query(q) for q in (batch, kv_len_tokens)]
         shape = np.broadcast_shapes(*(q.shape for q in queries))
         axes = [locate(a, q) for a, q in zip(self.grid.axes_log, queries, strict=True)]
         value, ok, _ = interpolate(self.grid, axes, shape)

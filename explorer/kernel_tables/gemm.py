@@ -36,6 +36,7 @@ from explorer.kernel_tables._grid import (
     interpolate,
     locate,
     log_axis,
+    log_query,
 )
 from explorer.kernel_tables.catalog import (
     Missing,
@@ -83,7 +84,7 @@ class GemmCurve:
         return bool((self.grid.status & KNOWN).any())
 
     def latency(self, m: npt.ArrayLike) -> GemmLookup:
-        x = np.log(np.asarray(m, dtype=np.float64))
+        x = log_query(m)
         grid = self.grid
         if grid.all_known and not grid.any_flagged:  # the common case: one np.interp
             log_m = grid.axes_log[0]
@@ -133,7 +134,7 @@ class GemmTable:
         goes through that shape's cached curve over m (same numbers, ~10x faster)."""
         if np.ndim(n) == 0 and np.ndim(k) == 0:
             return self.curve(float(n), float(k)).latency(m)  # type: ignore[arg-type]
-        queries = [np.log(np.asarray(q, dtype=np.float64)) for q in (m, n, k)]
+        queries = [log_query(q) for q in (m, n, k)]
         shape = np.broadcast_shapes(*(q.shape for q in queries))
         axes = [locate(a, q) for a, q in zip(self.grid.axes_log, queries, strict=True)]
         value, ok, touches = interpolate(self.grid, axes, shape)

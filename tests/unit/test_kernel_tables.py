@@ -6,6 +6,7 @@ coverage outside the measured box, and every gap is a Missing with a reason, nev
 
 from __future__ import annotations
 
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -163,12 +164,16 @@ def test_monotone_in_m_within_noise_where_measured():
 def test_not_covered_outside_the_measured_box():
     table = h200_bf16()
     assert table.box == ((1, 32768), (32, 65536), (32, 65536))
-    m = [0.5, 40000, 64, 64, 64, np.nan, 64]
-    n = [4096, 4096, 16, 80000, 4096, 4096, 4096]
-    k = [4096, 4096, 4096, 4096, 100000, 4096, 4096]
-    hit = table.latency(m, n, k)
-    assert hit.covered.tolist() == [False] * 6 + [True]
-    assert np.isnan(hit.latency_s[:6]).all() and np.isfinite(hit.latency_s[6])
+    m = [0.5, 40000, 64, 64, 64, np.nan, 0, -3, 64]
+    n = [4096, 4096, 16, 80000, 4096, 4096, 4096, 4096, 4096]
+    k = [4096, 4096, 4096, 4096, 100000, 4096, 4096, 4096, 4096]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # bad queries are quietly not covered
+        hit = table.latency(m, n, k)
+        scalar = table.latency(m, 4096, 4096)
+    assert hit.covered.tolist() == [False] * 8 + [True]
+    assert np.isnan(hit.latency_s[:8]).all() and np.isfinite(hit.latency_s[8])
+    assert scalar.covered.tolist() == [False, False, True, True, True, False, False, False, True]
     assert not table.curve(16, 4096).latency([1, 64]).covered.any()
 
 
