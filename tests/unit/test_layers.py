@@ -14,7 +14,7 @@ from tests.support.paths import ROOT
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("explorer.base",)),
     ("specs", ("explorer.specs",)),
-    ("presets", ("explorer.presets",)),
+    ("presets", ("explorer.presets", "explorer.kernel_tables")),
     ("model", ("explorer.model",)),
     ("measured", ("explorer.measured",)),
     ("analysis", ("explorer.analysis", "explorer.calibration")),
