@@ -14,15 +14,21 @@ KvDtype = Literal["bf16", "fp8"]
 WEIGHT_DTYPES: tuple[WeightDtype, ...] = get_args(WeightDtype)
 KV_DTYPES: tuple[KvDtype, ...] = get_args(KvDtype)
 
-BYTES_PER_ELEMENT: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
+# Block-scaled FP8 (DeepGEMM-style 1x128 / 128x128 scales) runs other kernels than per-tensor
+# FP8, measured in tables of their own and up to 2x apart at one shape: it is a dtype of its
+# own for measurements, which the roofline prices at the FP8 peak and size.
+FP8_BLOCK = "fp8_block"
+BYTES_PER_ELEMENT: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, FP8_BLOCK: 1.0, "fp4": 0.5}
+FP8_LIKE: tuple[str, ...] = ("fp8", FP8_BLOCK)
 
 # Accepted spelling (lower case) → canonical dtype. FP16 runs at the BF16 peak with the same
 # size, so the model treats it as bf16.
-DTYPE_SPELLINGS: dict[str, WeightDtype] = {
+DTYPE_SPELLINGS: dict[str, str] = {
     "bf16": "bf16", "bfloat16": "bf16", "fp16": "bf16", "float16": "bf16", "half": "bf16",
     "torch.bfloat16": "bf16", "torch.float16": "bf16",
-    "fp8": "fp8", "float8": "fp8", "fp8_e4m3": "fp8", "e4m3": "fp8", "fp8_block": "fp8",
+    "fp8": "fp8", "float8": "fp8", "fp8_e4m3": "fp8", "e4m3": "fp8",
     "float8_e4m3fn": "fp8", "torch.float8_e4m3fn": "fp8",
+    FP8_BLOCK: FP8_BLOCK, "fp8-block": FP8_BLOCK, "fp8_blockwise": FP8_BLOCK,
     "fp4": "fp4", "nvfp4": "fp4", "mxfp4": "fp4",
 }
 
@@ -34,6 +40,6 @@ def normalize_dtype(name: str) -> str:
     return DTYPE_SPELLINGS.get(key, key)
 
 
-def spellings_of(dtype: WeightDtype) -> tuple[str, ...]:
+def spellings_of(dtype: str) -> tuple[str, ...]:
     """Every accepted spelling of one canonical dtype (the canonical one first)."""
     return (dtype, *sorted(k for k, v in DTYPE_SPELLINGS.items() if v == dtype and k != dtype))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 # The one import of the dtype vocabulary: re-point to explorer.base.dtypes when it lands.
-from explorer.kernel_tables._dtypes import normalize_dtype as normalize_dtype
+from explorer.base.dtypes import normalize_dtype
 
 PACKAGE: Final = "aiconfigurator-core"
 _MODULE: Final = "aiconfigurator_core"

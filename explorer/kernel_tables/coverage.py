@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from explorer.base.dtypes import normalize_dtype
 from explorer.kernel_tables.catalog import (
     ENGINES,
     SYSTEM_FOR_PRESET,
     Missing,
     find_table,
-    normalize_dtype,
     resolve_system,
 )
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from explorer.base.dtypes import BYTES_PER_ELEMENT
+from explorer.base.dtypes import BYTES_PER_ELEMENT, FP8_LIKE
 
 Vendor = Literal["nvidia", "amd"]
 
@@ -41,7 +41,7 @@ class HardwareSpec(BaseModel):
         """Dense peak for a dtype; falls back to the next wider dtype the GPU has."""
         if dtype == "fp4" and self.fp4_flops_per_s:
             return self.fp4_flops_per_s
-        if dtype in ("fp4", "fp8") and self.fp8_flops_per_s:
+        if (dtype == "fp4" or dtype in FP8_LIKE) and self.fp8_flops_per_s:
             return self.fp8_flops_per_s
         return self.bf16_flops_per_s
 

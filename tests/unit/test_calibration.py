@@ -163,7 +163,7 @@ def test_noise_free_gemm_fit_is_exact(eta_c: float, eta_m: float, floor_us: floa
 
 def test_dtype_spellings_and_unsupported_rows() -> None:
     assert normalize_dtype("bfloat16") == "bf16"
-    assert normalize_dtype("FP8_block") == "fp8"
+    assert normalize_dtype("FP8_block") == "fp8_block"  # its own kernels and tables
     assert normalize_dtype("nvfp4") == "fp4"
     g = gemm_grid(TRUE)
     n = len(g)
