@@ -15,16 +15,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
 # The one import of the dtype vocabulary: re-point to explorer.base.dtypes when it lands.
 from explorer.base.dtypes import normalize_dtype
+from explorer.base.engines import SERVING_ENGINES, ServingEngine
 
 PACKAGE: Final = "aiconfigurator-core"
 _MODULE: Final = "aiconfigurator_core"
 
-Engine = Literal["vllm", "sglang", "trtllm"]
-ENGINES: Final[tuple[Engine, ...]] = ("vllm", "sglang", "trtllm")
+# The scenario's engine vocabulary (explorer.base.engines), the package's folder names too.
+Engine = ServingEngine
+ENGINES: Final[tuple[Engine, ...]] = SERVING_ENGINES
 
 # Hardware preset slug (data/hardware.csv) → the package's system name; None: no data shipped.
 SYSTEM_FOR_PRESET: Final[dict[str, str | None]] = {

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from explorer.base.dtypes import KvDtype, WeightDtype
+from explorer.base.engines import ServingEngine
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve, KernelTimings, StepTimings, al_within_bounds
 from explorer.specs.settings import setting_field
@@ -49,6 +50,8 @@ class Scenario(BaseModel):
     draft_model: str | None = setting_field("draft_model")
     dtype: WeightDtype = setting_field("dtype")
     kv_dtype: KvDtype = setting_field("kv_dtype")
+    # Saved scenarios and links from before the setting open as vLLM (its default).
+    engine: ServingEngine = setting_field("engine")
     batch: int = setting_field("batch")
     context: int = setting_field("context")
     tp: int = setting_field("tp")

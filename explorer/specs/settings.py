@@ -37,6 +37,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from explorer.base.dtypes import KV_DTYPES, WEIGHT_DTYPES
+from explorer.base.engines import DEFAULT_ENGINE, SERVING_ENGINES
 from explorer.base.limits import MAX_DRAFT_LEN, VIEW_MAX_DRAFT_LEN
 
 Scalar = int | float | str
@@ -156,6 +157,12 @@ SETTINGS: tuple[Setting, ...] = (
             description="weight/GEMM dtype", options=DTYPE_OPTIONS, flag="--dtype"),
     Setting("kv", "KV dtype", "KV-cache dtype", str, "bf16", "Workload", field="kv_dtype",
             description="KV-cache dtype", options=KV_DTYPE_OPTIONS, flag="--kv-dtype"),
+    Setting("eng", "serving engine", "Serving engine", str, DEFAULT_ENGINE, "Workload",
+            field="engine", description="serving engine: its measured kernel tables and its "
+            "profile (step and draft-forward overheads, CUDA-graph sizes)",
+            help="The engine whose measured kernels (aiconfigurator-core) and fixed costs "
+            "(data/engines.csv) price each step.",
+            options=SERVING_ENGINES, flag="--engine"),
     # Acceptance: view settings of the composite Scenario.acceptance (see view_state.py).
     Setting("acc", "acceptance source", "AL source", str, "prior", "Acceptance",
             help="prior: the mechanism's prior fitted to published curves; alpha: i.i.d. α; "

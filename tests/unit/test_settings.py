@@ -176,7 +176,8 @@ def test_stored_view_of_a_scenario_decodes_back_to_it(tmp_path: Path):
 
 
 def test_an_old_stored_view_keeps_opening(tmp_path: Path):
-    """The view dict of a record saved before verify width W existed (record format 1)."""
+    """The view dict of a record saved before verify width W and the engine existed (record
+    format 1): it opens with W = chain and the vLLM engine."""
     old = {"hw": "b200", "m": "llama-3.1-8b", "mech": "eagle3", "dm": "", "dt": "fp8",
            "kv": "bf16", "b": 16, "ctx": 32768, "tp": 1, "d": 5, "g": 0, "L": 0, "rho": 0.0,
            "acc": "alpha", "a": 0.6, "curve": "", "slo": 45.0, "usd": 2.5}
@@ -187,8 +188,9 @@ def test_an_old_stored_view_keeps_opening(tmp_path: Path):
     assert record.view == old
     state = us.decode_view(record.view)
     assert state.warnings == ()
-    assert state.values == old | {"w": 0}
+    assert state.values == old | {"w": 0, "eng": "vllm"}
     assert us.scenario_from_view(state.values) == sc
+    assert sc.engine == "vllm"
 
 
 def test_a_sample_curve_and_an_upload_come_back_as_such():
