@@ -23,6 +23,7 @@ from explorer.model.corrections import (
 )
 from explorer.model.draft import draft_time, native_draft_layers
 from explorer.model.layers import Breakdown, LayerModel, total
+from explorer.model.measured_kernels import MeasuredKernels, measured_kernels
 from explorer.model.resolve import Resolved, resolve
 from explorer.specs.scenario import Scenario
 
@@ -69,11 +70,14 @@ class ScenarioModel:
                 GemmCorrection(hw, mk.gemm) if mk.gemm is not None else None,
                 AttentionCorrection(hw, mk.attention) if mk.attention is not None else None,
             )
+        # The package's measured tables for (hardware, engine, dtype); none for overridden specs.
+        self.tables: MeasuredKernels = measured_kernels(
+            hw, sc.engine, sc.dtype, sc.kv_dtype, hypothetical=sc.hardware_overrides is not None)
         self.target = LayerModel(hw, resolved.model, sc.tp, sc.dtype, sc.kv_dtype,
-                                 self.kernel_corrections)
+                                 self.kernel_corrections, self.tables)
         self.draft_layer_model = (
             LayerModel(hw, resolved.draft_model, sc.tp, sc.dtype, sc.kv_dtype,
-                       self.kernel_corrections)
+                       self.kernel_corrections, self.tables)
             if resolved.draft_model is not None
             else None
         )
@@ -112,6 +116,22 @@ class ScenarioModel:
             parts.append(f"measured {what} times at D ∈ {{{ds}}} replace the model's {what} "
                          f"(assumed at S={sc.context}) ({sc.measured_steps.source_text})")
         return "; ".join(parts)
+
+    def kernel_sources(self) -> str:
+        """Where this scenario's kernel times come from, counted at its own (B, D, S, G)."""
+        sc = self.r.scenario
+        self.tables.tally.reset()
+        self.grid(sc.batch, sc.draft_len)
+        text = self.tables.describe()
+        tally = self.tables.tally
+        uploads = [name for kind, name in (("upload_gemm", "GEMM"),
+                                           ("upload_attention", "attention"))
+                   if tally.total.get(kind)]
+        if uploads:
+            text = f"your upload for {' and '.join(uploads)} where it matches; then {text}"
+        if tally.total.get("moe"):
+            text += "; MoE experts: roofline (MoE tables not used yet)"
+        return text
 
     # -- pieces -----------------------------------------------------------------------
     @property

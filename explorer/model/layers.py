@@ -1,4 +1,8 @@
-"""One target (or draft-model) forward as a sum of roofline kernels per layer (DESIGN.md §2.1).
+"""One target (or draft-model) forward as a sum of kernels per layer (DESIGN.md §2.1).
+
+Each GEMM and decode-attention call is priced, in this order, by the user's upload
+(model/corrections.py), the package's measured table (model/measured_kernels.py) where it covers
+the point, and the roofline (model/kernels.py).
 
 Every function broadcasts over numpy arrays of batch B, verify width W, context S and group G,
 and returns seconds per component: gemm, attention, moe, communication, overhead, lm_head.
@@ -12,6 +16,7 @@ import numpy.typing as npt
 from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.model.corrections import KernelCorrections
 from explorer.model.kernels import attention_time, gemm_time
+from explorer.model.measured_kernels import MeasuredKernels
 from explorer.specs.architecture import MLA_Q_LORA_RANK, MLA_QK_NOPE_DIM, MLA_V_HEAD_DIM, ModelSpec
 from explorer.specs.hardware import HardwareSpec
 
@@ -47,18 +52,30 @@ class LayerModel:
 
     def __init__(
         self, hw: HardwareSpec, model: ModelSpec, tp: int, dtype: str, kv_dtype: str,
-        measured: KernelCorrections | None = None,
+        measured: KernelCorrections | None = None, tables: MeasuredKernels | None = None,
     ) -> None:
         self.hw, self.model, self.tp, self.dtype, self.kv_dtype = hw, model, tp, dtype, kv_dtype
         self.measured = measured
+        self.tables = tables
+
+    def _upload_used(self, kind: str, t: FloatArray) -> None:
+        if self.tables is not None:
+            self.tables.tally.add(kind, True, int(t.size))
 
     def _gemm(self, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike) -> FloatArray:
-        """Roofline GEMM time, replaced by a measurement of the same (n, k, dtype) if given."""
+        """A user's measurement of the same (n, k, dtype) if given, else the package's table
+        where it covers (m, n, k), else the roofline."""
         t = gemm_time(self.hw, m, n, k, self.dtype).time_s
         if self.measured is not None and self.measured.gemm is not None:
             f = self.measured.gemm.factor(m, n, k, self.dtype)
             if f is not None:
-                return np.asarray(t * f, dtype=np.float64)
+                out = np.asarray(t * f, dtype=np.float64)
+                self._upload_used("upload_gemm", out)
+                return out
+        if self.tables is not None:
+            return self.tables.gemm_time(
+                _f(m), n, k, t,
+                lambda mm, nn, kk: gemm_time(self.hw, mm, nn, kk, self.dtype).time_s)
         return t
 
     # -- shapes per TP rank ---------------------------------------------------------------
@@ -111,7 +128,10 @@ class LayerModel:
         ) * b
         compute = flops / (hw.peak_flops_per_s(dt) * hw.gemm_compute_efficiency)
         memory = nbytes / (hw.hbm_bw_bytes_per_s * hw.gemm_memory_efficiency)
-        return np.maximum(np.maximum(compute, memory), 2.0 * hw.kernel_floor_s)
+        t = np.maximum(np.maximum(compute, memory), 2.0 * hw.kernel_floor_s)
+        if self.tables is not None:  # the package's MoE tables are not read yet: say so
+            self.tables.tally.add("moe", False, int(t.size), "MoE tables not used yet")
+        return t
 
     def attention(
         self, batch: FloatArray, width: FloatArray, context: FloatArray, group: FloatArray,
@@ -123,11 +143,15 @@ class LayerModel:
         b_kv = BYTES_PER_ELEMENT[self.kv_dtype]
         if m.attention_kind == "mla":
             # Absorbed MLA: one latent KV "head" of kv_lora+rope dims read once by all q heads.
-            return attention_time(
+            t_mla = attention_time(
                 self.hw, batch, ctx, kv_rank, g_rank, width,
                 head_dim_qk=m.head_dim, head_dim_v=m.kv_lora_rank,
                 kv_bytes_per_token_head=m.head_dim * b_kv,
             ).time_s
+            if self.tables is not None:
+                self.tables.tally.add("attention", False, int(t_mla.size),
+                                      "MLA tables not used yet")
+            return t_mla
         t = attention_time(
             self.hw, batch, ctx, kv_rank, g_rank, width, head_dim_qk=m.head_dim,
             kv_dtype=self.kv_dtype,
@@ -136,7 +160,23 @@ class LayerModel:
             f = self.measured.attention.factor(batch, ctx, kv_rank, g_rank, width, m.head_dim,
                                                self.kv_dtype)
             if f is not None:
-                return np.asarray(t * f, dtype=np.float64)
+                out = np.asarray(t * f, dtype=np.float64)
+                self._upload_used("upload_attention", out)
+                return out
+        if self.tables is not None:
+            # The table measures q_len = 1; W = 1+D adds the tile increment t(W)/t(1).
+            t1 = attention_time(
+                self.hw, batch, ctx, kv_rank, g_rank, 1.0, head_dim_qk=m.head_dim,
+                kv_dtype=self.kv_dtype,
+            ).time_s
+            q_rank = m.q_heads / self.tp
+            window = int(m.sliding_window) if layers_sliding and m.sliding_window else 0
+            ctx_cap = m.sliding_window if layers_sliding else None
+            return self.tables.attention_time(
+                _f(batch), _f(context), q_rank, _f(kv_rank), m.head_dim, window, t, t1,
+                lambda bb, ss: attention_time(
+                    self.hw, bb, np.minimum(ss, ctx_cap) if ctx_cap else ss, kv_rank, g_rank,
+                    1.0, head_dim_qk=m.head_dim, kv_dtype=self.kv_dtype).time_s)
         return t
 
     def allreduce(self, n: FloatArray) -> FloatArray:

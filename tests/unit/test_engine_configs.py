@@ -168,11 +168,13 @@ def test_exported_schedule_is_the_explorer_pages_speed_only_best_d_where_memory_
     fit_d = np.asarray(ref.best_draft_len)
     assert ref.max_batch_in_memory == ec.max_batch_in_memory == 12
     assert (fit_d[12:] == 0).all() and (speed_d[12:] > 0).all()  # the two answers differ
-    # Here the speed-only curve is already non-increasing and peaks at the configured D, so the
-    # envelope and the cap change nothing: the schedule is the speed-only D itself.
-    assert (np.diff(speed_d) <= 0).all() and speed_d.max() == ec.draft_len
+    # The schedule is the speed-only D made non-increasing by its upper envelope (with measured
+    # kernels the speed-only D flips 8 ↔ 7 at a few small batches, where D = 7 and 8 are within
+    # timing noise) and capped at the configured D.
+    envelope = np.minimum(np.maximum.accumulate(speed_d[::-1])[::-1], ec.draft_len)
+    assert speed_d.max() == ec.draft_len
     got = np.array([draft_len_at(ec.schedule, int(b)) for b in ref.batch])
-    np.testing.assert_array_equal(got, speed_d)
+    np.testing.assert_array_equal(got, envelope)
     assert ec.break_even_batch == ref.break_even_batch
 
 
@@ -201,7 +203,8 @@ def test_engine_schedules_read_back_to_the_schedule(mechanism: str):
 
 
 def test_a_batch_where_speculation_loses_is_configured_off():
-    sc = Scenario(model="llama-3.1-8b", tp=1, context=256, batch=1024, hardware="a100")
+    # B = 1536: with the measured A100 kernels speculation still pays 1.6% at B = 1024.
+    sc = Scenario(model="llama-3.1-8b", tp=1, context=256, batch=1536, hardware="a100")
     ec = engine_configs(sc, "eagle3")
     assert not ec.speculate_at_batch
     assert ec.speedup_at_batch is not None and ec.speedup_at_batch <= 1

@@ -1,0 +1,257 @@
+"""The package's measured kernel tables as the cost model's default kernel times (DESIGN.md §2.1).
+
+Order of precedence, per kernel call: the user's upload (model/corrections.py), then the pinned
+aiconfigurator-core table of (hardware, engine, dtype) where it covers the point, then the
+roofline. Outside a table's measured box the roofline is used and counted, never extrapolated.
+`KernelTally` counts, per kind, how many evaluated points each source priced, so an evaluation
+can say where its kernel times came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from explorer.kernel_tables import (
+    AttentionConfig,
+    GemmTable,
+    GenerationAttentionTable,
+    Missing,
+    load_gemm_table,
+    load_generation_attention_table,
+    package_label,
+    resolve_system,
+)
+from explorer.kernel_tables._grid import Grid
+from explorer.specs.hardware import HardwareSpec
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass
+class KernelTally:
+    """Points priced by a measured table vs the roofline, per kernel kind ("gemm", "attention")."""
+
+    measured: dict[str, int] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+    why_not: dict[str, str] = field(default_factory=dict)  # the reason of the last miss per kind
+
+    def add(self, kind: str, covered: npt.NDArray[np.bool_] | bool, size: int,
+            reason: str = "") -> None:
+        n = int(np.count_nonzero(covered)) if not isinstance(covered, bool) else (
+            size if covered else 0)
+        self.measured[kind] = self.measured.get(kind, 0) + n
+        self.total[kind] = self.total.get(kind, 0) + size
+        if n < size and reason:
+            self.why_not[kind] = reason
+
+    def reset(self) -> None:
+        self.measured.clear()
+        self.total.clear()
+        self.why_not.clear()
+
+    def share(self, kind: str) -> float | None:
+        t = self.total.get(kind, 0)
+        return self.measured.get(kind, 0) / t if t else None
+
+
+@dataclass
+class MeasuredKernels:
+    """The GEMM and decode-attention tables of one (hardware, engine, dtype, KV dtype)."""
+
+    hardware: str
+    engine: str
+    gemm: GemmTable | Missing
+    attention: GenerationAttentionTable | Missing
+    tally: KernelTally = field(default_factory=KernelTally)
+    _mono: dict[tuple[float, float], tuple[FloatArray, FloatArray]] = field(
+        default_factory=dict, repr=False)
+    _mono_attention: dict[tuple[int, int, int, int], AttentionConfig | Missing] = field(
+        default_factory=dict, repr=False)
+
+    def gemm_time(self, m: FloatArray, n: npt.ArrayLike, k: npt.ArrayLike,
+                  roofline: FloatArray,
+                  roofline_at: Callable[[float, float, float], FloatArray] | None = None,
+                  ) -> FloatArray:
+        """Measured where covered (per-rank n, k; m = tokens), else the roofline's time.
+
+        Past the table's largest m (a shape it measures) the roofline is anchored to the last
+        measured time, t_meas(m_max)·roof(m)/roof(m_max), so the step time does not jump down
+        where the table ends; those points count as roofline, not measured."""
+        shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(k), roofline.shape)
+        size = int(np.prod(shape))
+        if isinstance(self.gemm, Missing):
+            self.tally.add("gemm", False, size, self.gemm.reason)
+            return roofline
+        nn, kk = np.asarray(n, dtype=np.float64), np.asarray(k, dtype=np.float64)
+        if nn.size == 1 and kk.size == 1:  # the hot path: one weight shape
+            return self._gemm_shape(m, float(nn.reshape(-1)[0]), float(kk.reshape(-1)[0]),
+                                    roofline, roofline_at, shape, size)
+        # A few weight shapes over the grid (G sweeps change the QKV width): one curve each.
+        nb, kb = np.broadcast_to(nn, shape), np.broadcast_to(kk, shape)
+        mb, rb = np.broadcast_to(m, shape), np.broadcast_to(roofline, shape)
+        out = np.empty(shape, dtype=np.float64)
+        for n1, k1 in {(float(a), float(b)) for a, b in zip(nb.reshape(-1), kb.reshape(-1),
+                                                             strict=True)}:
+            sel = (nb == n1) & (kb == k1)
+            out[sel] = self._gemm_shape(mb[sel], n1, k1, rb[sel], roofline_at, (int(sel.sum()),),
+                                        int(sel.sum()))
+        return out
+
+    def _gemm_shape(self, m: FloatArray, n: float, k: float, roofline: FloatArray,
+                    roofline_at: Callable[[float, float, float], FloatArray] | None,
+                    shape: tuple[int, ...], size: int) -> FloatArray:
+        assert isinstance(self.gemm, GemmTable)
+        log_m, mono = self._monotone_curve((n, k))
+        # Timing noise makes some measured m slower than the next: more tokens are never
+        # cheaper, so the curve is its running maximum over m (exact where it already rises).
+        with np.errstate(invalid="ignore", divide="ignore"):
+            x = np.log(np.asarray(m, dtype=np.float64))
+            value = np.exp(np.interp(x, log_m, mono))
+            if np.isfinite(mono).all():  # the common case: covered = inside the m range
+                hit_covered = np.asarray((x >= log_m[0]) & (x <= log_m[-1]))
+            else:
+                hit_covered = np.asarray(self.gemm.curve(n, k).latency(m).covered)
+        latency = np.where(hit_covered, value, np.nan)
+        finite = np.isfinite(mono)
+        if roofline_at is not None and finite.any() and finite[-1]:
+            m_max = float(np.exp(log_m[-1]))
+            above = np.asarray(m > m_max)
+            if above.any():
+                scale = float(np.exp(mono[-1])) / float(np.asarray(roofline_at(m_max, n, k)))
+                roofline = np.where(above, roofline * scale, roofline)
+        covered = np.broadcast_to(hit_covered, shape)
+        self.tally.add("gemm", covered, size, "outside the measured (m, n, k) box")
+        out = np.where(hit_covered, latency, roofline)
+        return np.asarray(np.broadcast_to(out, shape), dtype=np.float64)
+
+    def _monotone_curve(self, key: tuple[float, float]) -> tuple[FloatArray, FloatArray]:
+        cached = self._mono.get(key)
+        if cached is None:
+            assert isinstance(self.gemm, GemmTable)
+            grid = self.gemm.curve(*key).grid
+            known = (grid.status & 1).astype(bool)  # KNOWN bit (kernel_tables._grid)
+            values = np.where(known, grid.values, np.nan)
+            mono = np.where(known, np.fmax.accumulate(values), np.nan)
+            cached = (grid.axes_log[0], mono)
+            self._mono[key] = cached
+        return cached
+
+    def _monotone_config(self, q: int, kv: int, head_dim: int, window: int
+                         ) -> AttentionConfig | Missing:
+        """The head configuration's grid as its running maximum over batch and KV length:
+        timing noise aside, more sequences or a longer cache never make attention faster."""
+        key = (q, kv, head_dim, window)
+        cached = self._mono_attention.get(key)
+        if cached is not None:
+            return cached
+        assert isinstance(self.attention, GenerationAttentionTable)
+        cfg = self.attention.config(q, kv, head_dim, window)
+        if not isinstance(cfg, Missing):
+            grid = cfg.grid
+            known = (grid.status & 1).astype(bool)
+            v = np.where(known, grid.values, np.nan)
+            v = np.fmax.accumulate(np.fmax.accumulate(v, axis=0), axis=1)
+            cfg = replace(cfg, grid=Grid.build(grid.axes_log, np.where(known, v, np.nan)))
+        self._mono_attention[key] = cfg
+        return cfg
+
+    def attention_time(self, batch: FloatArray, kv_len: FloatArray, q_heads: float,
+                       kv_heads: FloatArray, head_dim: int, window: int,
+                       roofline: FloatArray, roofline_q1: FloatArray,
+                       roofline_at: Callable[[FloatArray, FloatArray], FloatArray] | None = None,
+                       ) -> FloatArray:
+        """Measured q_len = 1 time × the roofline's ratio t(W)/t(1) (the 128-row tile steps of a
+        verify width W are modelled, not measured), else the roofline's time."""
+        shape = np.broadcast_shapes(batch.shape, kv_len.shape, kv_heads.shape, roofline.shape)
+        size = int(np.prod(shape))
+        if isinstance(self.attention, Missing):
+            self.tally.add("attention", False, size, self.attention.reason)
+            return roofline
+        out = np.broadcast_to(roofline, shape).copy()
+        covered_all = np.zeros(shape, dtype=np.bool_)
+        reason = ""
+        kv = np.broadcast_to(kv_heads, shape)
+        for kv_value in np.unique(kv):  # a few head configurations (G sweeps), each one table
+            q_r, kv_r = q_heads, float(kv_value)
+            if q_r != round(q_r) or kv_r != round(kv_r):
+                reason = f"fractional heads per rank ({q_r:g} q, {kv_r:g} kv)"
+                continue
+            cfg = self._monotone_config(int(q_r), int(kv_r), head_dim, window)
+            if isinstance(cfg, Missing):
+                reason = cfg.reason
+                continue
+            hit = cfg.latency(batch, kv_len)
+            ratio = roofline / roofline_q1
+            mine = kv == kv_value
+            sel = mine & np.broadcast_to(hit.covered, shape)
+            measured = np.broadcast_to(hit.latency_s * ratio, shape)
+            out = np.where(sel, measured, out)
+            covered_all |= sel
+            if roofline_at is not None and not sel.all():
+                # Past the measured batch or KV length the roofline is anchored to the table's
+                # edge (t_meas(edge)·roof(x)/roof(edge)), so time does not drop where it ends.
+                ax_b, ax_s = (np.exp(a) for a in cfg.grid.axes_log)
+                b_c = np.clip(batch, ax_b[0], ax_b[-1])
+                s_c = np.clip(kv_len, ax_s[0], ax_s[-1])
+                edge = cfg.latency(b_c, s_c)
+                scale = np.where(edge.covered, edge.latency_s, np.nan) / roofline_at(b_c, s_c)
+                anchored = np.broadcast_to(roofline * np.where(np.isfinite(scale), scale, 1.0),
+                                           shape)
+                out = np.where(mine & ~sel, anchored, out)
+        self.tally.add("attention", covered_all, size, reason or "outside the measured "
+                       "(batch, KV length) box")
+        return np.asarray(out, dtype=np.float64)
+
+    def describe(self, include_attention: bool = True) -> str:
+        """'aiconfigurator-core 0.12.0 vllm 0.24.0 h200_sxm: GEMM 92% of calls measured, …'."""
+        head = self.label()
+        parts = []
+        for kind, name in (("gemm", "GEMM"), ("attention", "decode attention")):
+            if kind == "attention" and not include_attention:
+                continue
+            share = self.tally.share(kind)
+            if share is None:
+                continue
+            if share >= 1.0:
+                parts.append(f"{name} measured")
+            elif share <= 0.0:
+                parts.append(f"{name} roofline ({self.tally.why_not.get(kind, 'not covered')})")
+            else:
+                parts.append(f"{name} {share:.0%} of calls measured "
+                             f"(rest: {self.tally.why_not.get(kind, 'not covered')})")
+        rest = "; roofline for the rest" if parts else ""
+        return f"{head}: {', '.join(parts) or 'no kernel evaluated'}{rest}"
+
+    def label(self) -> str:
+        if isinstance(self.gemm, GemmTable):
+            version, system = self.gemm.provenance.engine_version, self.gemm.provenance.system
+        elif isinstance(self.attention, GenerationAttentionTable):
+            version, system = self.attention.ref.version, self.attention.ref.system
+        else:
+            found = resolve_system(self.hardware)
+            version, system = "(no tables)", found if isinstance(found, str) else self.hardware
+        return f"{package_label()} {self.engine} {version} {system}"
+
+
+@lru_cache(maxsize=64)
+def _tables(hardware: str, engine: str, dtype: str, kv_dtype: str
+            ) -> tuple[GemmTable | Missing, GenerationAttentionTable | Missing]:
+    return (load_gemm_table(hardware, engine, dtype),
+            load_generation_attention_table(hardware, engine, kv_dtype))
+
+
+def measured_kernels(hw: HardwareSpec, engine: str, dtype: str, kv_dtype: str,
+                     hypothetical: bool = False) -> MeasuredKernels:
+    """The tables for a hardware preset; none for hypothetical (overridden) hardware, whose
+    kernels no table measured."""
+    if hypothetical:
+        why = Missing(f"{hw.slug} with overridden specs is hypothetical hardware: no table "
+                      "measured it")
+        return MeasuredKernels(hw.slug, engine, why, why)
+    gemm, attention = _tables(hw.slug, engine, dtype, kv_dtype)
+    return MeasuredKernels(hw.slug, engine, gemm, attention)
