@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8501
 
-.PHONY: run test lint typecheck pytest bench chromium clean
+.PHONY: run test lint typecheck pytest bench validate chromium clean
 
 $(VENV)/.run-installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ test: lint typecheck pytest
 bench: $(VENV)/.dev-installed
 	PYTHONPATH=. $(PY) benchmarks/bench_model.py
 	@for f in benchmarks/bench_*.py; do [ "$$f" = benchmarks/bench_model.py ] || PYTHONPATH=. $(PY) $$f; done
+
+# The model's error against every published number it can map (../shared/reference).
+validate: $(VENV)/.run-installed
+	PYTHONPATH=. $(PY) scripts/validate.py
 
 clean:
 	rm -rf $(VENV) tests/artifacts .mypy_cache .ruff_cache

@@ -117,3 +117,15 @@ def test_verify_attention_is_the_measured_q1_time_times_the_modelled_tile_ratio(
     assert float(t1[0]) >= float(hit.latency_s[0])
     roof = [attention_time(lm.hw, b, s, 8, 4, w, 128).time_s for w in (1.0, 4.0)]
     np.testing.assert_allclose(t4 / t1, roof[1] / roof[0])
+
+
+def test_the_validate_script_runs_and_prints_each_group():
+    import subprocess
+    import sys
+
+    from tests.support.paths import ROOT
+
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "validate.py")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    assert "1. verify-cost ratio" in out and "D=3:" in out and "D=7:" in out
+    assert "2. end-to-end speedups" in out and "3. GEMM kernels" in out
