@@ -3,7 +3,11 @@
 Each setting declared in explorer/specs/settings.py is one URL key and one widget; this module is
 their codec. Parsing never raises: a malformed or out-of-range parameter gives a warning that
 names it, and its default is used instead. A value the Scenario rejects together with the others
-(W below 1+D) falls back the same way, so a link or a saved view always opens.
+(W below 1+D) falls back the same way, so a link or a saved view always opens. A link's value is
+one its widget offers (`offered`: a draft model must be a draft), numbers are ASCII digits, and a
+repeated parameter is named and read from its first value; where a bound widget would read the
+text otherwise (`L=07`, `rho=1e-2`, repeats) the decoded value is marked `respelled`, and the
+sidebar sets that widget to it — no value is dropped without a word.
 """
 
 from __future__ import annotations
