@@ -21,6 +21,8 @@ Recipe for the next setting (this is how verify width W, URL `w`, was added):
 1. add its `Setting(...)` to SETTINGS below, where its widget should appear: a new URL key (short,
    never reused: links are versioned), a CLI flag, a label, a kind with its options or range, the
    default, and `none_value` if the view spells the field's None with a value (0, "");
+   `preset_roles` / `preset_of` where only some preset slugs fit (a draft model; a curve of
+   the chosen mechanism): the widget offers, and a link may give, only those;
 2. declare the field in `Scenario` (explorer/specs/scenario.py) with its annotation and
    `= setting_field("<field>")` — tests/unit/test_settings.py checks that the two agree;
 3. use the field in the model (explorer/model).
