@@ -590,14 +590,17 @@ class ScenarioStore:
             self.integrity_check()
 
     def _ready_to_save(self) -> None:
-        """A store is checked before this process first saves into it, and again before each
-        save while it is damaged (a repaired or restored file is opened afresh)."""
+        """A damaged store is checked again before each save (a repaired or restored file is
+        opened afresh); a SQLite file also before this process first saves into it, as another
+        process may have found it damaged (PostgreSQL's plain read of every row is too costly
+        for that: a failed read there starts the check)."""
         if self._damage is not None:
             with self._lock:
                 if self._engine is not None:
                     self._engine.dispose()
                 self._migrated = False
-        if self._damage is not None or self._checked_at is None:
+        first_sqlite_save = self._checked_at is None and self._dialect == "sqlite"
+        if self._damage is not None or first_sqlite_save:
             self.integrity_check()
         if self._damage is not None:
             raise self._damaged("saving")

@@ -205,3 +205,11 @@ def test_a_damaged_store_is_named_by_check_list_and_save(data_dir: Path):
     store.reset_default_stores()
     code, _, err = run("scenario", "save", "--name", "into a damaged store")
     one_line_error(code, err, "scenario save", "is damaged, so saving is not possible")
+
+
+def test_the_readme_gives_the_repair_path_the_tests_take():
+    hosting = (ROOT / "README.md").read_text(encoding="utf-8").split("## Hosting", 1)[1]
+    for needle in ('sqlite3 scenarios.sqlite3 ".recover" | sqlite3 repaired.sqlite3',
+                   "s/^ROLLBACK; -- due to errors$/COMMIT;/", "python -m explorer scenario check",
+                   "restore the file from a backup"):
+        assert needle in hosting, needle
