@@ -487,3 +487,23 @@ def test_a_failed_read_of_a_sound_database_is_unavailable_not_damaged(tmp_path: 
         s.list()
     assert not isinstance(info.value, StoreDamaged) and s.damage is None
     s.dispose()
+
+
+class _DriverError(Exception):
+    def __init__(self, sqlstate: str | None = None, sqlite_errorcode: int | None = None):
+        super().__init__("driver error")
+        self.sqlstate, self.sqlite_errorcode = sqlstate, sqlite_errorcode
+
+
+@pytest.mark.parametrize(("orig", "damaged"), [
+    (_DriverError(sqlite_errorcode=11), True), (_DriverError(sqlite_errorcode=779), True),
+    (_DriverError(sqlite_errorcode=26), True), (_DriverError(sqlite_errorcode=5), False),
+    (_DriverError(sqlstate="XX001"), True), (_DriverError(sqlstate="XX002"), True),
+    (_DriverError(sqlstate="58030"), True), (_DriverError(sqlstate="42501"), False),
+    (_DriverError(sqlstate="08006"), False)])
+def test_which_driver_errors_say_the_database_is_damaged(orig: _DriverError, damaged: bool):
+    """SQLite CORRUPT (and CORRUPT_INDEX), NOTADB; PostgreSQL data/index corrupted and I/O
+    errors — not a busy file, a permission or a lost connection."""
+    from explorer.interfaces.store import _says_damaged
+
+    assert _says_damaged(sa.exc.DatabaseError("SELECT 1", {}, orig)) is damaged
