@@ -166,6 +166,15 @@ class StoredScenario(BaseModel):
         return share_link(self.id)
 
 
+def _new_id() -> str:
+    """128 random bits, URL-safe. Never with a leading '-', which a command line reads as a
+    flag (`scenario show -x…`); redrawing those costs 1/64 of one character's 6 bits."""
+    while True:
+        record_id = secrets.token_urlsafe(ID_BYTES)
+        if not record_id.startswith("-"):
+            return record_id
+
+
 def share_link(scenario_id: str) -> str:
     """The relative link that opens a saved scenario in the explorer."""
     return f"?s={scenario_id}"
@@ -664,7 +673,7 @@ class ScenarioStore:
         retried_read_only = False
         for _ in range(5):
             self.migrate()
-            record_id = secrets.token_urlsafe(ID_BYTES)
+            record_id = _new_id()
             created = datetime.now(UTC)
             try:
                 with self._guard("saving"), self.engine().begin() as conn:

@@ -148,6 +148,7 @@ def test_ids_are_128_random_bits(tmp_path: Path):
     s = ScenarioStore(f"sqlite:///{tmp_path / 'ids.sqlite3'}")
     ids = [s.save(Scenario()).id for _ in range(40)]
     assert len(set(ids)) == len(ids)
+    assert not any(rid.startswith("-") for rid in ids)  # `scenario show ID` takes every id
     for rid in ids:
         raw = base64.urlsafe_b64decode(rid + "=" * (-len(rid) % 4))
         assert len(raw) == ID_BYTES >= 16
