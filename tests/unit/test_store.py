@@ -508,3 +508,11 @@ def test_which_driver_errors_say_the_database_is_damaged(orig: _DriverError, dam
     from explorer.interfaces.store import _says_damaged
 
     assert _says_damaged(sa.exc.DatabaseError("SELECT 1", {}, orig)) is damaged
+
+
+def test_an_id_with_a_leading_dash_is_drawn_again(monkeypatch: pytest.MonkeyPatch):
+    from explorer.interfaces import store as store_mod
+
+    draws = iter(["-leading-dash-0123456789", "Fine_id-0123456789abcd"])
+    monkeypatch.setattr(store_mod.secrets, "token_urlsafe", lambda n: next(draws))
+    assert store_mod._new_id() == "Fine_id-0123456789abcd"
