@@ -175,30 +175,29 @@ def decode(params: Mapping[str, str | list[str]]) -> ViewState:
             continue
         key, raw = p.key, params[p.key]
         text = _first(raw)
+        # One warning per parameter: a repeated one is named with what its first value did.
+        too_long = len(text) > MAX_PARAM_CHARS
+        name = f"URL parameter '{key if too_long else f'{key}={_clip(text)}'}' ({p.label})"
         if isinstance(raw, list) and len(raw) > 1:
             given = ", ".join(repr(_clip(x, 20)) for x in raw[:4]) + (" …" if len(raw) > 4
                                                                      else "")
-            warnings.append(f"URL parameter '{key}' ({p.label}) is given {len(raw)} times "
-                            f"({given}); reading the first")
+            name = (f"URL parameter '{key}' ({p.label}) is given {len(raw)} times ({given}); "
+                    "reading the first")
             respelled.append(key)
-        if len(text) > MAX_PARAM_CHARS:
-            warnings.append(f"URL parameter '{key}' ({p.label}): too long; using the default "
-                            f"{p.default!r}")
+        if too_long:
+            problem: str | None = "too long"
+        else:
+            try:
+                value = p.parse(text)
+                problem = why_not(p.setting, value, values)
+            except ValueError as exc:
+                problem = str(exc)
+        if problem:
+            warnings.append(f"{name}: {problem}; using the default {p.default!r}")
             fell_back.append(key)
             continue
-        try:
-            value = p.parse(text)
-        except ValueError as exc:
-            warnings.append(f"URL parameter '{key}={_clip(text)}' ({p.label}): {exc}; using "
-                            f"the default {p.default!r}")
-            fell_back.append(key)
-            continue
-        reason = why_not(p.setting, value, values)
-        if reason:
-            warnings.append(f"URL parameter '{key}={_clip(text)}' ({p.label}): {reason}; "
-                            f"using the default {p.default!r}")
-            fell_back.append(key)
-            continue
+        if key in respelled:
+            warnings.append(name)
         values[key] = value
         if text != _shown(value):
             respelled.append(key)
