@@ -11,6 +11,13 @@ shared by every app replica) or else a SQLite file in `EXPLORER_DATA_DIR` (defau
 
 Every failure of the database is a `StoreError` with a one-line message: the explorer keeps
 working without the store, and says why it cannot save.
+
+Each record is read on its own: a record that cannot be read (a tampered or damaged row, JSON
+over the caps below) is listed as an `UnreadableScenario` with its id and the reason, and opening
+it raises `InvalidRecord`; the others still list and open. After a failed read the database's
+integrity is checked (SQLite `PRAGMA quick_check`; elsewhere a plain read of every row); a damaged
+store says so (`StoreDamaged`) and refuses to save until it is repaired (README "Hosting",
+`python -m explorer scenario check`).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import os
 import re
 import secrets
 import threading
+import time
 import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -29,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+import numpy as np
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -49,10 +58,18 @@ ID_BYTES = 16  # secrets.token_urlsafe(16): 128 random bits, 22 URL-safe charact
 ID_RE = re.compile(r"[A-Za-z0-9_-]{22,64}")
 MAX_NAME_CHARS = 120
 MAX_DESCRIPTION_CHARS = 2000
-MAX_SCENARIO_JSON_BYTES = 64 * 2**20
 MAX_VIEW_KEYS = 64
+# What a stored record's JSON may be, on saving and on reading (a record over a cap is refused
+# before it is parsed): the scenario embeds measured tables; a view is at most MAX_VIEW_KEYS
+# short values (a 200-character value is at most 2,400 bytes escaped); a Scenario nests about
+# five levels and a view one, so deeper JSON is not ours (and would exhaust the parser's stack).
+MAX_SCENARIO_JSON_BYTES = 64 * 2**20
+MAX_VIEW_JSON_BYTES = 256 * 2**10
+MAX_RECORD_JSON_DEPTH = 32
+INTEGRITY_RECHECK_S = 30.0  # after an unreadable record, check the database at most this often
 RECORD_SCHEMA_VERSION = 1  # the layout of view + scenario in a record
 _SQLITE_READONLY_DBMOVED = 1032  # SQLite's extended code: the open file is gone from its path
+_SQLITE_DAMAGE_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (primary codes)
 _PG_MIGRATION_LOCK = 0x5EC0DEC  # pg_advisory_xact_lock key: one replica migrates at a time
 _ALEMBIC_LOCK = threading.Lock()
 
@@ -89,6 +106,14 @@ class InvalidRecord(StoreError):
     stored record this version cannot read."""
 
 
+class StoreDamaged(StoreError):
+    """The database failed its integrity check: saving stops until it is repaired."""
+
+    def __init__(self, message: str, damage: str) -> None:
+        super().__init__(message)
+        self.damage = damage
+
+
 class ScenarioSummary(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -96,6 +121,30 @@ class ScenarioSummary(BaseModel):
     name: str
     description: str
     created_at: datetime
+
+
+class UnreadableScenario(BaseModel):
+    """A saved record that cannot be read: listed with its id and why, never opened."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str  # as stored, control characters escaped
+    reason: str
+
+
+class StoreHealth(BaseModel):
+    """What `ScenarioStore.check` found: the database's integrity and every record read."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    store: str
+    damage: str | None  # why the database is damaged; None when its integrity check passed
+    records: int  # rows read
+    unreadable: tuple[UnreadableScenario, ...]
+
+    @property
+    def healthy(self) -> bool:
+        return self.damage is None and not self.unreadable
 
 
 class StoredScenario(BaseModel):
@@ -115,6 +164,15 @@ class StoredScenario(BaseModel):
     @property
     def link(self) -> str:
         return share_link(self.id)
+
+
+def _new_id() -> str:
+    """128 random bits, URL-safe. Never with a leading '-', which a command line reads as a
+    flag (`scenario show -x…`); redrawing those costs 1/64 of one character's 6 bits."""
+    while True:
+        record_id = secrets.token_urlsafe(ID_BYTES)
+        if not record_id.startswith("-"):
+            return record_id
 
 
 def share_link(scenario_id: str) -> str:
@@ -198,14 +256,201 @@ def _is_read_only(exc: BaseException) -> bool:
             or getattr(orig, "sqlstate", None) == "25006")
 
 
+# --- reading one record ----------------------------------------------------------------------
+# Rows are fetched without SQLAlchemy's type processing and every value is checked here, so that
+# a value of the wrong type (SQLite keeps whatever was written) makes only its record unreadable.
+
+class _Unreadable(Exception):
+    """Why one stored record cannot be read (printable: it may quote tampered text)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(_printable(reason))
+
+
+def _raw(column: sa.ColumnElement[Any], name: str | None = None) -> sa.ColumnElement[Any]:
+    """A column as the driver returns it (a DateTime processor would raise on a bad value)."""
+    return sa.type_coerce(column, sa.types.NullType()).label(name or column.key)
+
+
+def _bounded(column: sa.ColumnElement[Any], max_bytes: int) -> list[sa.ColumnElement[Any]]:
+    """A JSON column, fetched only when its length is within the cap, and its length."""
+    length = sa.func.length(column)
+    return [sa.case((length <= max_bytes, _raw(column)), else_=sa.null()).label(column.key),
+            length.label(f"{column.key}_length")]
+
+
+def _printable(text: str) -> str:
+    """Text with control and other non-printing characters escaped (safe on a terminal)."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def _quoted(value: object) -> str:
+    """A stored value, quoted briefly with control characters escaped."""
+    text = repr(value)
+    return text[:40] + ("…" if len(text) > 40 else "")
+
+
+def _shown_id(value: object) -> str:
+    return value if isinstance(value, str) and ID_RE.fullmatch(value) else _quoted(value)
+
+
+def _not_text(value: object, field: str) -> _Unreadable:
+    what = "UTF-8 text" if isinstance(value, bytes) else "text"
+    return _Unreadable(f"{field} is not {what} ({_quoted(value)})")
+
+
+def _read_text(value: object, field: str, limit: int, multiline: bool) -> str:
+    if not isinstance(value, str):
+        raise _not_text(value, field)
+    try:
+        return _clean(value, limit, field, multiline)
+    except InvalidRecord as exc:
+        raise _Unreadable(exc.message) from None
+
+
+def _read_created(value: object) -> datetime:
+    if isinstance(value, datetime):
+        return _utc(value)
+    if isinstance(value, str):
+        try:
+            return _utc(datetime.fromisoformat(value))
+        except ValueError:
+            pass
+    raise _Unreadable(f"created_at {_quoted(value)} is not a date and time")
+
+
+def _read_version(value: object, app_version: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Unreadable(f"schema_version {_quoted(value)} is not a whole number")
+    if value > RECORD_SCHEMA_VERSION:
+        raise _Unreadable(f"it was written by a newer version of the explorer (record format "
+                          f"{value}, app {str(app_version)[:32]})")
+    if value < 1:
+        raise _Unreadable(f"schema_version {value} is no record format")
+    return value
+
+
+def json_depth(text: str) -> int:
+    """How deep JSON text nests, without parsing it (linear; brackets in strings not counted)."""
+    data = _JSON_STRING.sub(b'""', text.encode("utf-8", "surrogatepass"))
+    steps = np.frombuffer(data.translate(None, _NOT_BRACKETS), dtype=np.uint8)
+    if not steps.size:
+        return 0
+    depth = np.cumsum(np.where((steps == ord("[")) | (steps == ord("{")), 1, -1))
+    return int(depth.max())
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _read_json_text(value: object, length: object, field: str, max_bytes: int) -> str:
+    if isinstance(length, int) and length > max_bytes:  # never fetched
+        raise _Unreadable(f"{field} has {length:,} characters, over the cap of "
+                          f"{max_bytes:,} bytes")
+    if not isinstance(value, str):
+        raise _not_text(value, field)
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise _Unreadable(f"{field} is {size:,} bytes, over the cap of {max_bytes:,}")
+    depth = json_depth(value)
+    if depth > MAX_RECORD_JSON_DEPTH:
+        raise _Unreadable(f"{field} nests {depth} levels deep, over the cap of "
+                          f"{MAX_RECORD_JSON_DEPTH}")
+    return value
+
+
+def _read_view(value: object, length: object) -> dict[str, Any]:
+    text = _read_json_text(value, length, "view_json", MAX_VIEW_JSON_BYTES)
+    try:
+        view = json.loads(text)
+    except ValueError as exc:
+        raise _Unreadable(f"view_json is not JSON: {str(exc)[:120]}") from None
+    if not isinstance(view, dict):
+        raise _Unreadable(f"view_json is not an object ({type(view).__name__})")
+    try:
+        return _clean_view(view)
+    except InvalidRecord as exc:
+        raise _Unreadable(exc.message) from None
+
+
+def _read_scenario(value: object, length: object) -> Scenario:
+    text = _read_json_text(value, length, "scenario_json", MAX_SCENARIO_JSON_BYTES)
+    try:
+        return Scenario.model_validate_json(text)
+    except ValidationError as exc:
+        detail = exc.errors()[0]
+        where = ".".join(str(x) for x in detail.get("loc", ()))
+        raise _Unreadable(f"scenario_json: {where + ': ' if where else ''}"
+                          f"{str(detail['msg'])[:200]}") from None
+
+
+def _summary_of(row: sa.Row[Any]) -> ScenarioSummary:
+    """The listed fields of a row (raises _Unreadable)."""
+    if not isinstance(row.id, str) or not ID_RE.fullmatch(row.id):
+        raise _Unreadable("its id is not a scenario id")
+    _read_version(row.schema_version, row.app_version)
+    return ScenarioSummary(
+        id=row.id, name=_read_text(row.name, "name", MAX_NAME_CHARS, multiline=False),
+        description=_read_text(row.description, "description", MAX_DESCRIPTION_CHARS,
+                               multiline=True),
+        created_at=_read_created(row.created_at))
+
+
+def _record_of(row: sa.Row[Any]) -> StoredScenario:
+    """A whole row as the record it stores (raises _Unreadable)."""
+    summary = _summary_of(row)
+    app_version = row.app_version
+    if not isinstance(app_version, str) or len(app_version) > 32:
+        raise _Unreadable(f"app_version {_quoted(app_version)} is not a version")
+    return StoredScenario(
+        **summary.model_dump(), app_version=app_version, schema_version=row.schema_version,
+        view=_read_view(row.view_json, row.view_json_length),
+        scenario=_read_scenario(row.scenario_json, row.scenario_json_length))
+
+
+_c = scenarios.c
+_SUMMARY_COLUMNS = [_raw(_c.id), _raw(_c.name), _raw(_c.description), _raw(_c.created_at),
+                    _raw(_c.app_version), _raw(_c.schema_version)]
+_RECORD_COLUMNS = [*_SUMMARY_COLUMNS, *_bounded(_c.view_json, MAX_VIEW_JSON_BYTES),
+                   *_bounded(_c.scenario_json, MAX_SCENARIO_JSON_BYTES)]
+
+
+def _sqlite_text(data: bytes) -> str | bytes:
+    """SQLite text as str; bytes that are not UTF-8 stay bytes, so only their record is
+    unreadable (the default decoder raises and takes the whole listing down)."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return data
+
+
+def _says_damaged(exc: BaseException) -> bool:
+    """Whether a database error reports damage: SQLite's CORRUPT or NOTADB; PostgreSQL's
+    internal (data or index corrupted) and system (I/O) error classes."""
+    orig = getattr(exc, "orig", None) or exc
+    code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _SQLITE_DAMAGE_CODES
+    state = getattr(orig, "sqlstate", None)
+    return isinstance(state, str) and state[:2] in ("XX", "58")
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.text_factory = _sqlite_text
+
+
 class ScenarioStore:
     """Saved scenarios in one database (thread-safe; one per process and URL is enough)."""
 
     def __init__(self, url: str | None = None) -> None:
         self._url = normalize_url(url) if url else database_url()
         self._engine: sa.Engine | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered by a failed migration's integrity check
         self._migrated = False
+        self._check_lock = threading.Lock()  # one integrity check at a time (never under _lock)
+        self._damage: str | None = None  # set by a failed integrity check; saving stops
+        self._checked_at: float | None = None  # monotonic time of the last integrity check
         try:
             parsed = sa.make_url(self._url)
         except sa.exc.ArgumentError:
@@ -224,6 +469,18 @@ class ScenarioStore:
     @property
     def dialect(self) -> str:
         return self._dialect
+
+    @property
+    def damage(self) -> str | None:
+        """Why the database is damaged, as its last integrity check found; None if not known."""
+        return self._damage
+
+    def _damaged(self, what: str) -> StoreDamaged:
+        damage = self._damage or "its integrity check failed"
+        return StoreDamaged(
+            f"the scenario store ({self._display}) is damaged, so {what} is not possible: "
+            f"{damage}. Saving is stopped until it is repaired (`python -m explorer scenario "
+            "check`; README \"Hosting\")", damage)
 
     def _unavailable(self, what: str, exc: BaseException) -> StoreUnavailable:
         orig = getattr(exc, "orig", None) or exc
@@ -253,6 +510,11 @@ class ScenarioStore:
             if engine is not None:
                 engine.dispose()
             self._migrated = False
+            # Not reaching the database (or its locks, or a read-only mount) says nothing about
+            # its contents; any other failure may be damage, which the integrity check tells.
+            if ((not isinstance(exc, sa.exc.OperationalError) or _says_damaged(exc))
+                    and self.integrity_check() is not None):
+                raise self._damaged(what) from None
             raise self._unavailable(what, exc) from None
 
     def engine(self) -> sa.Engine:
@@ -279,11 +541,14 @@ class ScenarioStore:
             elif url.get_backend_name() == "postgresql":
                 kwargs["connect_args"] = {"connect_timeout": 5}
             try:
-                self._engine = sa.create_engine(url, **kwargs)
+                engine = sa.create_engine(url, **kwargs)
             except (sa.exc.SQLAlchemyError, ImportError, ValueError) as exc:
                 raise StoreUnavailable(f"the scenario store ({self._display}) cannot be "
                                        f"opened: {_reason(exc)}") from None
-            return self._engine
+            if url.get_backend_name() == "sqlite":
+                sa.event.listen(engine, "connect", _on_sqlite_connect)
+            self._engine = engine
+            return engine
 
     def _alembic_config(self, connection: sa.Connection | None = None) -> Config:
         from alembic.config import Config  # Alembic loads only when the store is used
@@ -305,6 +570,49 @@ class ScenarioStore:
 
         ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
         return ctx.get_current_revision()
+
+    def integrity_check(self) -> str | None:
+        """Check the database and remember the answer (damage stops saving until a later check
+        passes): SQLite's `PRAGMA quick_check`, elsewhere a plain read of every row. Returns
+        why it is damaged, or None; a database this cannot reach keeps the last answer."""
+        try:
+            engine = self.engine()  # before the check lock: migrate() holds _lock, then checks
+        except StoreUnavailable:
+            return self._damage
+        with self._check_lock:
+            try:
+                with engine.connect() as conn:
+                    damage = _integrity_of(conn)
+            except (sa.exc.SQLAlchemyError, OSError) as exc:
+                if not _says_damaged(exc):
+                    return self._damage
+                damage = _reason(exc)
+            self._damage = damage
+            self._checked_at = time.monotonic()
+            return damage
+
+    def _after_unreadable(self) -> None:
+        """A record could not be read: perhaps the database is damaged (checked now and then,
+        as a listing with a tampered record may be read on every rerun)."""
+        last = self._checked_at
+        if last is None or time.monotonic() - last >= INTEGRITY_RECHECK_S:
+            self.integrity_check()
+
+    def _ready_to_save(self) -> None:
+        """A damaged store is checked again before each save (a repaired or restored file is
+        opened afresh); a SQLite file also before this process first saves into it, as another
+        process may have found it damaged (PostgreSQL's plain read of every row is too costly
+        for that: a failed read there starts the check)."""
+        if self._damage is not None:
+            with self._lock:
+                if self._engine is not None:
+                    self._engine.dispose()
+                self._migrated = False
+        first_sqlite_save = self._checked_at is None and self._dialect == "sqlite"
+        if self._damage is not None or first_sqlite_save:
+            self.integrity_check()
+        if self._damage is not None:
+            raise self._damaged("saving")
 
     def migrate(self) -> None:
         """Bring the schema to the newest revision (first use; safe from many threads and
@@ -357,10 +665,15 @@ class ScenarioStore:
             raise InvalidRecord(f"scenario: {len(scenario_json.encode()) / 2**20:.0f} MiB of "
                                 f"JSON; the limit is {MAX_SCENARIO_JSON_BYTES // 2**20} MiB")
         view_json = json.dumps(view_values, sort_keys=True, allow_nan=False)
+        if len(view_json.encode()) > MAX_VIEW_JSON_BYTES:
+            raise InvalidRecord(f"view: {len(view_json.encode()):,} bytes of JSON; the limit "
+                                f"is {MAX_VIEW_JSON_BYTES:,}")
+        self.migrate()
+        self._ready_to_save()
         retried_read_only = False
         for _ in range(5):
             self.migrate()
-            record_id = secrets.token_urlsafe(ID_BYTES)
+            record_id = _new_id()
             created = datetime.now(UTC)
             try:
                 with self._guard("saving"), self.engine().begin() as conn:
@@ -384,40 +697,61 @@ class ScenarioStore:
         raise StoreUnavailable(f"the scenario store ({self._display}) refused five new ids")
 
     def get(self, scenario_id: str) -> StoredScenario:
+        """One saved record; InvalidRecord (naming the field) where it cannot be read."""
         sid = parse_id(scenario_id)
         self.migrate()
+        query = sa.select(*_RECORD_COLUMNS).where(scenarios.c.id == sid)
         with self._guard("reading"), self.engine().connect() as conn:
-            row = conn.execute(sa.select(scenarios).where(scenarios.c.id == sid)).first()
+            row = conn.execute(query).first()
         if row is None:
             raise ScenarioNotFound(f"no saved scenario has the id '{sid}'")
-        if row.schema_version > RECORD_SCHEMA_VERSION:
-            raise InvalidRecord(f"saved scenario '{sid}' was written by a newer version of the "
-                                f"explorer (record format {row.schema_version}, app "
-                                f"{row.app_version})")
         try:
-            scenario = Scenario.model_validate_json(row.scenario_json)
-            view = json.loads(row.view_json)
-        except (ValidationError, ValueError) as exc:
-            detail = exc.errors()[0] if isinstance(exc, ValidationError) else {"msg": str(exc)}
-            where = ".".join(str(x) for x in detail.get("loc", ()))
-            raise InvalidRecord(f"saved scenario '{sid}' cannot be read by this version: "
-                                f"{where + ': ' if where else ''}{detail['msg']}") from None
-        return StoredScenario(
-            id=row.id, name=row.name, description=row.description,
-            created_at=_utc(row.created_at), app_version=row.app_version,
-            schema_version=row.schema_version, view=view if isinstance(view, dict) else {},
-            scenario=scenario)
+            return _record_of(row)
+        except _Unreadable as exc:
+            self._after_unreadable()
+            raise InvalidRecord(f"saved scenario '{sid}' cannot be read: {exc}") from None
 
-    def list(self, limit: int = 50, offset: int = 0) -> list[ScenarioSummary]:
-        """The newest saved scenarios first (without their data)."""
+    def list(self, limit: int = 50, offset: int = 0
+             ) -> list[ScenarioSummary | UnreadableScenario]:
+        """The newest saved scenarios first (without their data); a record whose listed fields
+        cannot be read is an UnreadableScenario in its place."""
         self.migrate()
         c = scenarios.c
-        query = (sa.select(c.id, c.name, c.description, c.created_at)
-                 .order_by(c.created_at.desc(), c.id).limit(max(0, limit)).offset(max(0, offset)))
+        query = (sa.select(*_SUMMARY_COLUMNS).order_by(c.created_at.desc(), c.id)
+                 .limit(max(0, limit)).offset(max(0, offset)))
         with self._guard("listing"), self.engine().connect() as conn:
             rows = conn.execute(query).all()
-        return [ScenarioSummary(id=r.id, name=r.name, description=r.description,
-                                created_at=_utc(r.created_at)) for r in rows]
+        out: list[ScenarioSummary | UnreadableScenario] = []
+        for row in rows:
+            try:
+                out.append(_summary_of(row))
+            except _Unreadable as exc:
+                out.append(UnreadableScenario(id=_shown_id(row.id), reason=str(exc)))
+        if len(out) > sum(isinstance(r, ScenarioSummary) for r in out):
+            self._after_unreadable()
+        return out
+
+    def check(self) -> StoreHealth:
+        """Every record read as `get` reads it, then the database's integrity check."""
+        unreadable: list[UnreadableScenario] = []
+        records = 0
+        try:
+            self.migrate()
+            with self._guard("checking"), self.engine().connect() as conn:
+                rows = conn.execution_options(yield_per=64).execute(
+                    sa.select(*_RECORD_COLUMNS))  # in storage order: no index is trusted
+                for row in rows:
+                    records += 1
+                    try:
+                        _record_of(row)
+                    except _Unreadable as exc:
+                        unreadable.append(UnreadableScenario(id=_shown_id(row.id),
+                                                             reason=str(exc)))
+        except StoreDamaged:
+            pass  # the guard's integrity check has the reason; the records read are kept
+        damage = self.integrity_check()
+        return StoreHealth(store=self._display, damage=damage, records=records,
+                           unreadable=tuple(sorted(unreadable, key=lambda u: u.id)))
 
     def count(self) -> int:
         self.migrate()
@@ -435,6 +769,27 @@ class ScenarioStore:
 
 def _utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _integrity_of(conn: sa.Connection) -> str | None:
+    """Why the database is damaged, or None (raises the driver's error where it cannot tell)."""
+    if conn.dialect.name == "sqlite":
+        rows = [str(r[0]) for r in conn.exec_driver_sql("PRAGMA quick_check(5)")]
+        if rows == ["ok"]:
+            return None
+        lines = [x.strip() for r in rows for x in r.splitlines()
+                 if x.strip() and not x.startswith("***")]  # "*** in database main ***"
+        text = "; ".join(lines) or "PRAGMA quick_check failed"
+        return text[:200] + ("…" if len(text) > 200 else "")
+    if not sa.inspect(conn).has_table(scenarios.name):
+        return None  # not created yet
+    c = scenarios.c
+    every_value = sa.func.sum(
+        sa.func.length(c.id) + sa.func.length(c.name) + sa.func.length(c.description)
+        + sa.func.length(c.app_version) + sa.func.length(c.view_json)
+        + sa.func.length(c.scenario_json) + c.schema_version)
+    conn.execute(sa.select(sa.func.count(c.created_at), every_value)).one()
+    return None
 
 
 _STORES: dict[str, ScenarioStore] = {}

@@ -3,11 +3,16 @@
 Each setting declared in explorer/specs/settings.py is one URL key and one widget; this module is
 their codec. Parsing never raises: a malformed or out-of-range parameter gives a warning that
 names it, and its default is used instead. A value the Scenario rejects together with the others
-(W below 1+D) falls back the same way, so a link or a saved view always opens.
+(W below 1+D) falls back the same way, so a link or a saved view always opens. A link's value is
+one its widget offers (`offered`: a draft model must be a draft), numbers are ASCII digits, and a
+repeated parameter is named and read from its first value; where a bound widget would read the
+text otherwise (`L=07`, `rho=1e-2`, repeats) the decoded value is marked `respelled`, and the
+sidebar sets that widget to it — no value is dropped without a word.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,9 +43,29 @@ class Param:
     key: str
     label: str
     default: Any
-    parse: Callable[[str], Any]
-    check: Callable[[Any], str | None]  # None when valid, else the reason
+    parse: Callable[[str], Any]  # raises ValueError on text that does not spell a value
+    check: Callable[[Any], str | None]  # None when valid (with the other settings' defaults)
     setting: Setting
+
+
+# Numbers as a link spells them: ASCII digits, an optional sign, and for floats a point and an
+# exponent. Python's int()/float() also take '7_0', '٣' (other scripts' digits) and spaces,
+# which a widget may read differently or not at all: those are named instead.
+_INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def _parser(s: Setting) -> Callable[[str], Any]:
+    if s.value_type is str:
+        return str
+    pattern, kind = ((_INT_TEXT, "a whole number in digits 0-9") if s.value_type is int
+                     else (_FLOAT_TEXT, "a number in digits 0-9"))
+
+    def parse(text: str) -> Any:
+        if not pattern.fullmatch(text):
+            raise ValueError(f"not {kind}")
+        return s.value_type(text)
+    return parse
 
 
 def _listed(options: Any, max_items: int = 12, max_chars: int = 160) -> str:
@@ -54,33 +79,53 @@ def _listed(options: Any, max_items: int = 12, max_chars: int = 160) -> str:
     return ", ".join(shown) + (" …" if len(shown) < len(items) else "")
 
 
-def _check(s: Setting) -> Callable[[Any], str | None]:
-    """What a link may say for a setting: one of its options, a preset slug, or in its range."""
-    if s.options:
-        options = s.options
+def offered(s: Setting, values: Mapping[str, Any]) -> list[Any]:
+    """The choices a setting's widget offers given the other settings' values, and so what a
+    link may say for it (its options, or the preset slugs that fit); empty for a range."""
+    if s.presets is None:
+        return list(s.options)
+    slugs = [k for k, p in preset_table(s.presets).items()
+             if (not s.preset_roles or getattr(p, "role", None) in s.preset_roles)
+             and (s.preset_of is None
+                  or getattr(p, s.preset_of[0], None) == values.get(s.preset_of[1]))]
+    return ([s.none_value] if s.none_value is not None else []) + slugs
 
-        def check_option(v: Any) -> str | None:
-            return None if v in options else f"must be one of {_listed(options)}"
-        return check_option
+
+def why_not(s: Setting, value: Any, values: Mapping[str, Any]) -> str | None:
+    """Why a link may not give this value for the setting (None: it may)."""
     if s.presets is not None:
-        table = s.presets
-
-        def check_slug(v: Any) -> str | None:
-            known = preset_table(table)
-            ok = v in known or (s.none_value is not None and v == s.none_value)
-            return None if ok else f"unknown preset; known: {_listed(known)}"
-        return check_slug
+        choices = offered(s, values)
+        if value in choices:
+            return None
+        choices = [c for c in choices if c != s.none_value]  # named: the slugs
+        preset = preset_table(s.presets).get(value)
+        if preset is None:
+            return f"unknown preset; known: {_listed(choices)}"
+        if s.preset_roles and getattr(preset, "role", None) not in s.preset_roles:
+            return (f"not offered as a {s.name} (it is a {getattr(preset, 'role', '?')} "
+                    f"model); offered: {_listed(choices)}")
+        if s.preset_of is not None:
+            attr, other = s.preset_of
+            return (f"it is for {attr} {getattr(preset, attr, '?')}, not for "
+                    f"{other}={values.get(other)}; offered: {_listed(choices) or 'none'}")
+        return f"not offered; offered: {_listed(choices)}"
+    if s.options:
+        return None if value in s.options else f"must be one of {_listed(s.options)}"
     if s.view_range is not None:
         lo, hi = s.view_range
+        return None if lo <= value <= hi else f"must be within [{lo:g}, {hi:g}]"
+    return None
 
-        def check_range(v: Any) -> str | None:
-            return None if lo <= v <= hi else f"must be within [{lo:g}, {hi:g}]"
-        return check_range
-    return lambda v: None
+
+DEFAULT_VALUES: dict[str, Any] = {s.key: s.default for s in SETTINGS}
+
+
+def _check(s: Setting) -> Callable[[Any], str | None]:
+    return lambda value: why_not(s, value, DEFAULT_VALUES)
 
 
 PARAMS: tuple[Param, ...] = tuple(
-    Param(s.key, s.name, s.default, s.value_type, _check(s), s) for s in SETTINGS)
+    Param(s.key, s.name, s.default, _parser(s), _check(s), s) for s in SETTINGS)
 PARAM_BY_KEY = {p.key: p for p in PARAMS}
 
 
@@ -89,6 +134,9 @@ class ViewState:
     values: dict[str, Any]
     warnings: tuple[str, ...]
     fell_back: tuple[str, ...] = ()  # keys whose given value was replaced by the default
+    # Keys read from text that a bound widget would read otherwise or not at all (a repeated
+    # parameter, `L=07`, `rho=1e-2`): the page sets those widgets to the value read here.
+    respelled: tuple[str, ...] = ()
 
 
 def _first(raw: str | list[str]) -> str:
@@ -99,11 +147,19 @@ def _shown(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _clip(text: str, limit: int = 40) -> str:
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
 def decode(params: Mapping[str, str | list[str]]) -> ViewState:
-    """Validate every known parameter; unknown ones and bad values are reported, not fatal."""
+    """Validate every known parameter; unknown ones and bad values are reported, not fatal.
+
+    Settings are read in declaration order, so a choice that depends on another setting (a
+    sample curve on the mechanism) is checked against the value already read for it."""
     values = {p.key: p.default for p in PARAMS}
     warnings: list[str] = []
     fell_back: list[str] = []
+    respelled: list[str] = []
     version = _first(params.get(VERSION_KEY, URL_VERSION))
     if version != URL_VERSION:
         warnings.append(
@@ -114,30 +170,37 @@ def decode(params: Mapping[str, str | list[str]]) -> ViewState:
     if unknown:
         shown = ", ".join(repr(k[:30]) for k in unknown[:5]) + (" …" if len(unknown) > 5 else "")
         warnings.append(f"ignored {len(unknown)} unknown URL parameter(s): {shown}")
-    for key, raw in params.items():
-        p = PARAM_BY_KEY.get(key)
-        if p is None:
+    for p in PARAMS:
+        if p.key not in params:
             continue
+        key, raw = p.key, params[p.key]
         text = _first(raw)
-        if len(text) > MAX_PARAM_CHARS:
-            warnings.append(f"URL parameter '{key}' ({p.label}): too long; using the default "
-                            f"{p.default!r}")
+        # One warning per parameter: a repeated one is named with what its first value did.
+        too_long = len(text) > MAX_PARAM_CHARS
+        name = f"URL parameter '{key if too_long else f'{key}={_clip(text)}'}' ({p.label})"
+        if isinstance(raw, list) and len(raw) > 1:
+            given = ", ".join(repr(_clip(x, 20)) for x in raw[:4]) + (" …" if len(raw) > 4
+                                                                     else "")
+            name = (f"URL parameter '{key}' ({p.label}) is given {len(raw)} times ({given}); "
+                    "reading the first")
+            respelled.append(key)
+        if too_long:
+            problem: str | None = "too long"
+        else:
+            try:
+                value = p.parse(text)
+                problem = why_not(p.setting, value, values)
+            except ValueError as exc:
+                problem = str(exc)
+        if problem:
+            warnings.append(f"{name}: {problem}; using the default {p.default!r}")
             fell_back.append(key)
             continue
-        try:
-            value = p.parse(text)
-        except ValueError:
-            warnings.append(f"URL parameter '{key}={text[:40]}' ({p.label}): not a "
-                            f"{p.parse.__name__}; using the default {p.default!r}")
-            fell_back.append(key)
-            continue
-        reason = p.check(value)
-        if reason:
-            warnings.append(f"URL parameter '{key}={text[:40]}' ({p.label}): {reason}; "
-                            f"using the default {p.default!r}")
-            fell_back.append(key)
-            continue
+        if key in respelled:
+            warnings.append(name)
         values[key] = value
+        if text != _shown(value):
+            respelled.append(key)
     try:
         _, values, rejected = _settle(values)
     except ValidationError:
@@ -146,7 +209,9 @@ def decode(params: Mapping[str, str | list[str]]) -> ViewState:
         warnings.append(f"URL parameter '{s.key}={_shown(value)}' ({s.name}): {reason}; "
                         f"using the default {s.default!r}")
         fell_back.append(s.key)
-    return ViewState(values, tuple(warnings), tuple(dict.fromkeys(fell_back)))
+    fell = tuple(dict.fromkeys(fell_back))
+    return ViewState(values, tuple(warnings), fell,
+                     tuple(k for k in dict.fromkeys(respelled) if k not in fell))
 
 
 def is_share_id(text: str) -> bool:
@@ -263,5 +328,5 @@ def decode_view(view: Mapping[str, Any]) -> ViewState:
               if k in PARAM_BY_KEY and v is not None}
     state = decode(params)
     warnings = tuple(w.replace("URL parameter", "saved value", 1) for w in state.warnings)
-    return ViewState(state.values, warnings, state.fell_back)
+    return ViewState(state.values, warnings, state.fell_back, state.respelled)
 

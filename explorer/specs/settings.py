@@ -21,6 +21,8 @@ Recipe for the next setting (this is how verify width W, URL `w`, was added):
 1. add its `Setting(...)` to SETTINGS below, where its widget should appear: a new URL key (short,
    never reused: links are versioned), a CLI flag, a label, a kind with its options or range, the
    default, and `none_value` if the view spells the field's None with a value (0, "");
+   `preset_roles` / `preset_of` where only some preset slugs fit (a draft model; a curve of
+   the chosen mechanism): the widget offers, and a link may give, only those;
 2. declare the field in `Scenario` (explorer/specs/scenario.py) with its annotation and
    `= setting_field("<field>")` — tests/unit/test_settings.py checks that the two agree;
 3. use the field in the model (explorer/model).
@@ -76,7 +78,9 @@ class Setting:
     help: str | None = None  # widget tooltip
     kind: WidgetKind = "select"
     options: tuple[Scalar, ...] = ()  # the discrete choices of the widget and of links
-    presets: PresetTable | None = None  # choices are this preset table's slugs
+    presets: PresetTable | None = None  # choices are this preset table's slugs…
+    preset_roles: tuple[str, ...] = ()  # …of models in these roles only (draft, target)…
+    preset_of: tuple[str, str] | None = None  # …whose attribute is another setting's value
     view_range: tuple[float, float] | None = None  # a continuous widget's and link's range
     step: float | None = None
     bounds: tuple[float | None, float | None] = (None, None)  # the Scenario's ge / le
@@ -111,12 +115,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("hw", "hardware", "Hardware", str, "h200", "Scenario", field="hardware",
             description="hardware preset slug", presets="hardware", flag="--hardware"),
     Setting("m", "target model", "Target model", str, "llama-3.1-70b", "Scenario", field="model",
-            description="target model preset slug", presets="model", flag="--model"),
+            description="target model preset slug", presets="model",
+            preset_roles=("target", "both"), flag="--model"),
     Setting("mech", "mechanism", "Draft mechanism", str, "eagle3", "Scenario",
             field="mechanism", description="draft mechanism slug", presets="mechanism",
             flag="--mechanism", sweep=True),
     Setting("dm", "draft model", "Draft model", str, "", "Scenario", field="draft_model",
-            description="draft model slug (external)", presets="model", none_value="",
+            description="draft model slug (external)", presets="model",
+            preset_roles=("draft", "both"), none_value="",
             none_label="default for the target", applies_when=("mech", "external"),
             flag="--draft-model"),
     Setting("b", "batch B", "Batch B (sequences, log scale)", int, 32, "The article's knobs",
@@ -171,7 +177,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("a", "α", "α (i.i.d. acceptance rate)", float, 0.7, "Acceptance", kind="slider",
             view_range=(0.0, 0.99), step=0.01, applies_when=("acc", "alpha")),
     Setting("curve", "sample curve", "Sample curve (mechanism/model/dataset)", str, "",
-            "Acceptance", presets="sample_curve", none_value="", none_label="— pick one —",
+            "Acceptance", presets="sample_curve", preset_of=("mechanism", "mech"),
+            none_value="", none_label="— pick one —",
             applies_when=("acc", "sample")),
     # View-only targets: they shape the Pareto and cost answers, not the scenario.
     Setting("slo", "per-user SLO (tokens/s)", "Per-user speed target (tokens/s)", float, 30.0,

@@ -14,7 +14,15 @@ import streamlit as st
 from explorer.analysis.evaluate import Evaluation, evaluate
 from explorer.analysis.targets import operating_point
 from explorer.base.errors import ScenarioError
-from explorer.interfaces.store import StoredScenario, StoreError, default_store, parse_id
+from explorer.interfaces.store import (
+    ScenarioSummary,
+    StoreDamaged,
+    StoredScenario,
+    StoreError,
+    UnreadableScenario,
+    default_store,
+    parse_id,
+)
 from explorer.specs.scenario import Scenario
 from explorer.ui import compare_figures as cf
 from explorer.ui.text import md_text
@@ -130,6 +138,30 @@ def _add_saved() -> None:
     _select(f"saved:{record.id}")
 
 
+def _recent() -> list[ScenarioSummary]:
+    """The recent saved scenarios to choose from; those that cannot be read are named with
+    why (as text: the reason may quote a tampered record), and a damaged store is said so."""
+    store = default_store()
+    try:
+        listed = store.list(limit=20)
+    except StoreDamaged as exc:
+        st.error(md_text(exc.message), icon=":material/database:")
+        return []
+    except StoreError as exc:
+        st.caption(md_text(f"Saved scenarios are not available: {exc.message}"))
+        return []
+    if store.damage:
+        st.error(md_text(f"The scenario store is damaged ({store.damage}); saving is stopped "
+                         "until it is repaired."), icon=":material/database:")
+    unreadable = [r for r in listed if isinstance(r, UnreadableScenario)]
+    if unreadable:
+        with st.expander(f"{len(unreadable)} recent saved scenario(s) cannot be read",
+                         icon=":material/warning:"):
+            for r in unreadable:
+                st.text(f"?s={r.id}: {r.reason}")
+    return [r for r in listed if isinstance(r, ScenarioSummary)]
+
+
 def render(scenario: Callable[[], Scenario | None], values: dict[str, Any]) -> None:
     st.title("Compare scenarios")
     st.caption("Two to four scenarios side by side: saved ones (by id or link) or the current "
@@ -150,11 +182,7 @@ def render(scenario: Callable[[], Scenario | None], values: dict[str, Any]) -> N
 
     items: dict[str, CompareItem] = {it.key: it for it in _pins()}
     items.update({f"saved:{sid}": item_of_record(r) for sid, r in _saved().items()})
-    try:
-        recent = default_store().list(limit=20)
-    except StoreError as exc:
-        st.caption(md_text(f"Saved scenarios are not available: {exc.message}"))
-        recent = []
+    recent = _recent()
     recent_keys = {f"saved:{r.id}": r for r in recent if f"saved:{r.id}" not in items}
     titles = {k: it.title for k, it in items.items()}
     titles.update({k: f"{r.name or '(unnamed)'} (?s={r.id[:8]}…, saved "

@@ -10,13 +10,7 @@ from typing import Any
 import streamlit as st
 
 from explorer.interfaces import view_state as us
-from explorer.presets import (
-    hardware_presets,
-    mechanism_presets,
-    model_presets,
-    preset_table,
-    sample_curves,
-)
+from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
 from explorer.specs.settings import SETTINGS, Setting
 from explorer.ui.text import md_text
 
@@ -36,8 +30,11 @@ def check_url_once() -> None:
     raw = {k: st.query_params.get_all(k) for k in st.query_params}
     view = us.decode(raw)
     st.session_state[WARNINGS_KEY] = list(view.warnings)
-    resets = {key: view.values[key] for key in view.fell_back}
-    st.session_state.update(resets)  # a bound widget ignores a bad value: start at the default
+    # A bound widget reads the link itself: it drops a value it cannot show, and reads some
+    # text otherwise than the decoder (the last of repeated values; `07`, `1e-2`). So every
+    # widget whose link value fell back or was respelled starts at the value decoded here…
+    resets = {key: view.values[key] for key in (*view.fell_back, *view.respelled)}
+    st.session_state.update(resets)
     # …but on its first run it takes a value it can show from the link (W=4 that D=7 rules
     # out), whatever the session says; from the second run on, the session's value wins.
     if any(key in st.query_params for key in resets):
@@ -57,18 +54,7 @@ def reset_overrides() -> None:
 
 def _options(s: Setting, v: dict[str, Any]) -> list[Any]:
     """The choices the widget offers now (preset tables filtered to what fits the others)."""
-    if s.presets is None:
-        return list(s.options)
-    table = preset_table(s.presets)
-    if s.key == "m":
-        slugs = [k for k, m in table.items() if m.role in ("target", "both")]
-    elif s.key == "dm":
-        slugs = [k for k, m in table.items() if m.role in ("draft", "both")]
-    elif s.key == "curve":
-        slugs = [k for k, c in table.items() if c.mechanism == v.get("mech")]
-    else:
-        slugs = list(table)
-    return ([s.none_value] if s.none_value is not None else []) + slugs
+    return us.offered(s, v)
 
 
 def _preset_value(s: Setting, v: dict[str, Any]) -> str:

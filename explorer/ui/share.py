@@ -137,10 +137,14 @@ def _save(values: dict[str, Any], scenario: Callable[[], Scenario | None]) -> No
 
 def save_panel(values: dict[str, Any], scenario: Callable[[], Scenario | None]) -> None:
     """Sidebar: name + description → a new saved scenario and its short link."""
+    damage = default_store().damage
     with st.sidebar.expander("Save & share", icon=":material/share:",
-                             expanded=bool(st.session_state.get(SAVE_RESULT))):
+                             expanded=bool(st.session_state.get(SAVE_RESULT) or damage)):
         st.caption("Saves the whole scenario with its uploaded data; the link opens it "
                    "anywhere, any day. Saved scenarios never change.")
+        if damage and not st.session_state.get(SAVE_RESULT):  # a failed save says it itself
+            st.error(md_text(f"The scenario store is damaged ({damage}); saving is stopped "
+                             "until it is repaired."), icon=":material/database:")
         with st.form("share_form", border=False):
             st.text_input("Name", key="share_name", max_chars=MAX_NAME_CHARS,
                           placeholder="e.g. 70B on 2×H200, EAGLE-3, D=3")

@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer import Scenario, evaluate
+from explorer.interfaces import view_state as us
 from tests.support.apptest import run_app
 
 
@@ -143,3 +144,45 @@ def test_moving_d_past_the_verify_width_shows_the_chain_and_says_so():
     at.slider(key="d").set_value(7).run()
     assert "verify width W" not in warning_text(at)
     assert metric(at, "Speedup") == speedup_of(draft_len=7, verify_width=16)
+
+
+def widget_value(at: AppTest, key: str) -> object:
+    for kind in ("slider", "select_slider", "selectbox", "number_input", "radio"):
+        found = [w for w in at.get(kind) if getattr(w, "key", None) == key]
+        if found:
+            return found[0].value
+    raise KeyError(key)
+
+
+@pytest.mark.parametrize(("params", "key", "value", "scenario"), [
+    ({"d": ["7", "abc"]}, "d", 7, {"draft_len": 7}),
+    ({"b": ["8", "16"]}, "b", 8, {"batch": 8}),
+    ({"rho": "1e-2"}, "rho", 0.01, {"rho": 0.01}),
+    ({"L": "07"}, "L", 7, {"layers": 7}),
+    ({"L": "+7"}, "L", 7, {"layers": 7}),
+    ({"slo": "1E2"}, "slo", 100.0, {}),
+])
+def test_a_link_value_spelled_otherwise_or_repeated_is_what_the_widget_shows(
+        params, key, value, scenario):
+    at = run_app(**params)
+    assert widget_value(at, key) == value
+    if scenario:
+        assert metric(at, "Speedup") == speedup_of(**scenario)
+    repeated = isinstance(params[key], list)
+    assert (f"URL parameter '{key}' (" in warning_text(at)) == repeated
+    assert ("is given 2 times" in warning_text(at)) == repeated
+
+
+@pytest.mark.parametrize(("params", "key", "needle"), [
+    ({"L": "7_0"}, "L", "URL parameter 'L=7_0' (L_target): not a whole number in digits 0-9"),
+    ({"b": "\u0663"}, "b", "URL parameter 'b=\u0663' (batch B): not a whole number"),
+    ({"dm": "llama-3.1-70b", "mech": "external"}, "dm",
+     "URL parameter 'dm=llama-3.1-70b' (draft model): not offered as a draft model"),
+])
+def test_a_link_value_that_is_not_plain_or_not_offered_is_named_and_the_default_shown(
+        params, key, needle):
+    at = run_app(**params)
+    assert needle in warning_text(at)
+    assert widget_value(at, key) == us.PARAM_BY_KEY[key].default
+    extra = {"mechanism": "external"} if "mech" in params else {}
+    assert metric(at, "Speedup") == speedup_of(**extra)

@@ -18,6 +18,7 @@ from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve, StepTimings
 from explorer.specs.scenario import Acceptance, Scenario
 from tests.support.apptest import goto, run_app
+from tests.support.tamper import TAMPER_BY_NAME, corrupt_sqlite, tamper
 
 CURVE = AcceptanceCurve(label="mine.csv: eagle3 on llama-70b, chat", draft_lens=(1, 2, 3, 5, 7),
                         acceptance_lengths=(1.7, 2.2, 2.6, 3.1, 3.4), source="file mine.csv")
@@ -201,3 +202,67 @@ def test_compare_pinned_and_saved_scenarios_side_by_side():
     at.text_input(key="compare_add_id").input("nope")
     at.button(key="compare_add").click().run()
     assert "'nope' is not a scenario id" in errors(at.error)
+
+
+def _store_url(data_dir: Path) -> str:
+    return f"sqlite:///{data_dir / store.SQLITE_FILE}"
+
+
+@pytest.mark.parametrize("name", ["non-ISO created_at", "integer created_at",
+                                  "non-integer schema_version", "deep view_json"])
+def test_a_tampered_record_is_explained_and_the_intact_ones_still_open_and_compare(
+        data_dir: Path, name: str):
+    t = TAMPER_BY_NAME[name]
+    intact = default_store().save(Scenario(batch=64, draft_len=5), name="intact one")
+    other = default_store().save(Scenario(batch=4), name="intact two")
+    bad = default_store().save(Scenario(batch=8), name="tampered")
+    tamper(_store_url(data_dir), bad.id, t)
+    store.reset_default_stores()
+
+    at = run_app(s=bad.id)
+    shown = errors(at.error)
+    assert "Cannot open the saved scenario" in shown and t.needle in shown
+    assert f"saved scenario '{bad.id}' cannot be read" in shown
+    assert metric(at, "Speedup") == f"{evaluate(Scenario()).speedup:.2f}×"
+
+    at = run_app(s=intact.id)
+    assert at.select_slider(key="b").value == 64 and at.slider(key="d").value == 5
+    assert metric(at, "Speedup") == f"{evaluate(intact.scenario).speedup:.2f}×"
+
+    goto(at, "compare")
+    options = at.multiselect(key="compare_selection").options
+    assert any("intact one" in o for o in options) and any("intact two" in o for o in options)
+    if t.listed:
+        assert not any(bad.id[:8] in o for o in options)
+        texts = " ".join(x.value for x in at.text)
+        assert f"?s={bad.id}: {t.needle}" in texts
+        assert any("1 recent saved scenario(s) cannot be read" in e.label for e in at.expander)
+    at.multiselect(key="compare_selection").set_value(
+        [f"saved:{intact.id}", f"saved:{other.id}"]).run()
+    assert not at.exception
+    _, results = tables(at)
+    assert results.loc["speedup (×)", "A"] == f"{evaluate(intact.scenario).speedup:.2f}"
+    if not t.listed:  # listed, but opening it says why; the others compare
+        at.multiselect(key="compare_selection").set_value(
+            [f"saved:{intact.id}", f"saved:{bad.id}", f"saved:{other.id}"]).run()
+        assert not at.exception and t.needle in errors(at.error)
+        _, results = tables(at)
+        assert list(results.columns) == ["A", "B"]
+
+
+def test_a_damaged_store_is_said_so_on_compare_and_save_and_the_explorer_works(
+        data_dir: Path):
+    for i in range(40):
+        default_store().save(shared_scenario(), name=f"r{i}")
+    store.reset_default_stores()
+    corrupt_sqlite(data_dir / store.SQLITE_FILE)
+    at = run_app()
+    goto(at, "compare")
+    shown = errors(at.error)
+    assert "is damaged, so listing is not possible" in shown and "Saving is stopped" in shown
+    at = run_app()  # another session of this server: the Save panel says so before a save
+    assert "The scenario store is damaged" in errors(at.sidebar.error)
+    save_from_sidebar(at, "into a damaged store")
+    assert "Not saved" in errors(at.sidebar.error)
+    assert "so saving is not possible" in errors(at.sidebar.error)
+    assert metric(at, "Speedup") == f"{evaluate(Scenario()).speedup:.2f}×"

@@ -1,4 +1,5 @@
-"""`python -m explorer scenario save|show|list` and `evaluate --scenario-id` on the app's store."""
+"""`python -m explorer scenario save|show|list|check` and `evaluate --scenario-id` on the
+app's store."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from explorer.interfaces import store
 from explorer.interfaces.cli import main
 from tests.support.paths import ROOT
+from tests.support.tamper import TAMPER_BY_NAME, corrupt_sqlite, tamper
 
 SAMPLES = ROOT / "data" / "samples"
 
@@ -132,3 +134,82 @@ def test_an_unavailable_store_is_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     code, _, err = run("scenario", "save", "--name", "x")
     one_line_error(code, err, "scenario save", "unavailable")
     assert "hunter2" not in err
+
+
+def _store_url(data_dir: Path) -> str:
+    return f"sqlite:///{data_dir / store.SQLITE_FILE}"
+
+
+@pytest.mark.parametrize("name", ["non-ISO created_at", "integer created_at",
+                                  "non-integer schema_version", "deep view_json"])
+def test_list_show_and_check_with_a_tampered_record(data_dir: Path, name: str):
+    t = TAMPER_BY_NAME[name]
+    intact = save("--batch", "8", "--name", "intact")
+    bad = save("--name", "tampered")
+    tamper(_store_url(data_dir), bad, t)
+
+    code, out, err = run("scenario", "list")
+    assert code == 0 and "Traceback" not in err
+    lines = out.strip().splitlines()
+    assert any(line.startswith(intact) and line.endswith("intact") for line in lines)
+    if t.listed:
+        assert f"{bad}  unreadable: {t.needle}" in out
+        assert "1 saved scenario(s) cannot be read" in err and "scenario check" in err
+    code, out, _ = run("scenario", "list", "--json")
+    entries = {e["id"]: e for e in json.loads(out)}
+    assert entries[intact]["name"] == "intact" and "unreadable" not in entries[intact]
+    if t.listed:
+        assert t.needle in entries[bad]["unreadable"] and entries[bad]["created_at"] is None
+
+    # ?s=<id> and --flag=<id>: an id may begin with '-', which argparse takes for a flag
+    code, _, err = run("scenario", "show", f"?s={bad}")
+    one_line_error(code, err, "argument ID", f"saved scenario '{bad}' cannot be read", t.needle)
+    code, _, err = run("scenario", "show", f"?s={intact}")
+    assert code == 0, err
+    code, _, err = run("evaluate", f"--scenario-id={bad}")
+    one_line_error(code, err, "argument --scenario-id", t.needle)
+
+    code, out, _ = run("scenario", "check")
+    assert code == 2
+    assert "2 record(s) read, 1 unreadable; integrity ok" in out
+    assert f"{bad}  unreadable: {t.needle}" in out
+    code, out, _ = run("scenario", "check", "--json")
+    report = json.loads(out)
+    assert code == 2 and report["healthy"] is False and report["damage"] is None
+    assert report["records"] == 2 and [u["id"] for u in report["unreadable"]] == [bad]
+    assert t.needle in report["unreadable"][0]["reason"]
+
+
+def test_check_of_a_healthy_store_exits_0():
+    save("--name", "fine")
+    code, out, _ = run("scenario", "check")
+    assert code == 0 and "1 record(s) read, 0 unreadable; integrity ok" in out
+    code, out, _ = run("scenario", "check", "--json")
+    assert code == 0 and json.loads(out) == {
+        "store": store.default_store().url, "healthy": True, "damage": None, "records": 1,
+        "unreadable": []}
+
+
+def test_a_damaged_store_is_named_by_check_list_and_save(data_dir: Path):
+    for i in range(40):
+        save("--timings-file", str(SAMPLES / "step_times.csv"), "--name", f"r{i}")
+    store.reset_default_stores()
+    corrupt_sqlite(data_dir / store.SQLITE_FILE)
+    code, out, _ = run("scenario", "check")
+    assert code == 2 and "integrity DAMAGED: " in out and ".recover" in out
+    report = json.loads(run("scenario", "check", "--json")[1])
+    assert report["healthy"] is False and report["damage"]
+    store.reset_default_stores()  # a fresh process: list fails, and says why
+    code, _, err = run("scenario", "list")
+    one_line_error(code, err, "scenario list", "is damaged", "Saving is stopped")
+    store.reset_default_stores()
+    code, _, err = run("scenario", "save", "--name", "into a damaged store")
+    one_line_error(code, err, "scenario save", "is damaged, so saving is not possible")
+
+
+def test_the_readme_gives_the_repair_path_the_tests_take():
+    hosting = (ROOT / "README.md").read_text(encoding="utf-8").split("## Hosting", 1)[1]
+    for needle in ('sqlite3 scenarios.sqlite3 ".recover" | sqlite3 repaired.sqlite3',
+                   "s/^ROLLBACK; -- due to errors$/COMMIT;/", "python -m explorer scenario check",
+                   "restore the file from a backup"):
+        assert needle in hosting, needle

@@ -24,13 +24,24 @@ from tests.support.paths import ROOT
 COMPOSITE_FIELDS = {"acceptance", "hardware_overrides", "measured_kernels", "measured_steps"}
 
 
+def with_context(s: Setting, value: Any) -> dict[str, Any]:
+    """The default view with this value, and the other setting a preset of it belongs to set
+    so that it is offered (a sample curve's mechanism)."""
+    values = {p.key: p.default for p in us.PARAMS} | {s.key: value}
+    if s.preset_of is not None and value != s.none_value:
+        attr, other = s.preset_of
+        values[other] = getattr(preset_table(s.presets or "model")[value], attr)
+    return values
+
+
 def choices(s: Setting) -> list[Any]:
     """Every value a link or widget may hold for the setting (a sample of a continuous range)."""
     if s.options:
         return list(s.options)
-    if s.presets is not None:
-        slugs = list(preset_table(s.presets))
-        return ([s.none_value] if s.none_value is not None else []) + slugs
+    if s.presets is not None:  # every slug offered with some value of the others
+        table = preset_table(s.presets)
+        return [v for v in ([s.none_value] if s.none_value is not None else []) + list(table)
+                if v in us.offered(s, with_context(s, v))]
     assert s.view_range is not None, s.key
     lo, hi = s.view_range
     return [s.value_type(lo), s.value_type(hi), s.value_type((lo + hi) / 2)]
@@ -105,13 +116,71 @@ def test_json_schema_carries_each_declaration():
 @pytest.mark.parametrize("s", SETTINGS, ids=lambda s: s.key)
 def test_url_round_trip_of_every_value_of_every_setting(s: Setting):
     for value in choices(s):
-        values = {p.key: p.default for p in us.PARAMS} | {s.key: value}
+        values = with_context(s, value)
         link = us.encode(values)
         assert link["v"] == us.URL_VERSION
         assert (s.key in link) == (value != s.default)
         state = us.decode(link)
         assert state.warnings == (), (s.key, value, state.warnings)
         assert state.values == values
+
+
+# The issue's links that were silently not honoured: each is read as the number it spells (and
+# marked so that the page sets the widget to it) or named in a warning.
+READ_AS = [  # (params, key, value read)
+    ({"rho": "1e-2"}, "rho", 0.01), ({"L": "07"}, "L", 7), ({"L": "+7"}, "L", 7),
+    ({"a": "7e-1", "acc": "alpha"}, "a", 0.7), ({"slo": "1E2"}, "slo", 100.0),
+    ({"usd": ".5"}, "usd", 0.5), ({"d": "007"}, "d", 7),
+]
+NAMED = [  # (params, key, words in the warning)
+    ({"L": "7_0"}, "L", "'L=7_0' (L_target): not a whole number in digits 0-9"),
+    ({"b": "\u0663"}, "b", "'b=\u0663' (batch B): not a whole number in digits 0-9"),
+    ({"d": " 7"}, "d", "'d= 7' (draft length D): not a whole number"),
+    ({"slo": "1_0"}, "slo", "'slo=1_0' (per-user SLO (tokens/s)): not a number"),
+    ({"rho": "nan"}, "rho", "'rho=nan' (ρ): not a number"),
+    ({"dm": "llama-3.1-70b", "mech": "external"}, "dm",
+     "'dm=llama-3.1-70b' (draft model): not offered as a draft model (it is a target model)"),
+    ({"m": "llama-3.2-1b"}, "m", "not offered as a target model (it is a draft model)"),
+    ({"curve": next(k for k, c in preset_table("sample_curve").items()
+                    if c.mechanism == "dflash"), "mech": "eagle3", "acc": "sample"}, "curve",
+     "it is for mechanism dflash, not for mech=eagle3"),
+]
+
+
+@pytest.mark.parametrize(("params", "key", "value"), READ_AS)
+def test_a_number_spelled_otherwise_is_read_and_marked_for_the_widget(params, key, value):
+    state = us.decode(params)
+    assert state.values[key] == value and state.warnings == ()
+    assert key in state.respelled and key not in state.fell_back
+    assert us.decode(us.encode(state.values)).respelled == ()  # the canonical link is plain
+
+
+@pytest.mark.parametrize(("params", "key", "needle"), NAMED)
+def test_text_that_is_not_a_plain_value_or_not_offered_is_named(params, key, needle):
+    state = us.decode(params)
+    assert state.values[key] == us.PARAM_BY_KEY[key].default
+    assert key in state.fell_back
+    (warning,) = state.warnings
+    assert needle in warning and "using the default" in warning
+
+
+@pytest.mark.parametrize(("raw", "value", "fell_back"), [
+    (["7", "abc"], 7, False), (["abc", "7"], 3, True), (["8", "16"], 8, False)])
+def test_a_repeated_parameter_is_named_and_its_first_value_read(raw, value, fell_back):
+    key = "d" if "7" in raw else "b"
+    state = us.decode({key: raw})
+    assert state.values[key] == value
+    assert f"URL parameter '{key}' (" in state.warnings[0]
+    assert f"is given 2 times ('{raw[0]}', '{raw[1]}'); reading the first" in state.warnings[0]
+    assert (key in state.fell_back) == fell_back and (key in state.respelled) != fell_back
+    (warning,) = state.warnings  # one per parameter, with what its first value did
+    assert ("not a whole number in digits 0-9; using the default 3" in warning) == fell_back
+
+
+def test_plain_links_are_not_respelled():
+    state = us.decode({"v": "1", "b": "8", "d": "7", "rho": "0.01", "a": "0.55", "m": "qwen3-32b",
+                       "slo": "45", "usd": "2.5"})
+    assert state.warnings == () and state.respelled == () and state.fell_back == ()
 
 
 def test_old_links_keep_opening_with_the_same_values():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import shutil
 import subprocess
 import sys
 import threading
@@ -25,11 +26,16 @@ from explorer.interfaces import view_state as us
 from explorer.interfaces.store import (
     APP_VERSION,
     ID_BYTES,
+    MAX_RECORD_JSON_DEPTH,
     InvalidRecord,
     InvalidScenarioId,
     ScenarioNotFound,
     ScenarioStore,
+    ScenarioSummary,
+    StoreDamaged,
     StoreUnavailable,
+    UnreadableScenario,
+    json_depth,
     parse_id,
 )
 from explorer.interfaces.store_schema import VERSION_TABLE, metadata
@@ -40,6 +46,14 @@ from explorer.specs.measured import AcceptanceCurve, StepTimings
 from explorer.specs.scenario import Acceptance, Scenario
 from tests.support.paths import ROOT
 from tests.support.postgres import postgres_url as shared_postgres_url
+from tests.support.tamper import (
+    DEEP,
+    TAMPERS,
+    Tamper,
+    corrupt_sqlite,
+    repair_sqlite,
+    tamper,
+)
 
 
 def postgres_url() -> str:
@@ -134,6 +148,7 @@ def test_ids_are_128_random_bits(tmp_path: Path):
     s = ScenarioStore(f"sqlite:///{tmp_path / 'ids.sqlite3'}")
     ids = [s.save(Scenario()).id for _ in range(40)]
     assert len(set(ids)) == len(ids)
+    assert not any(rid.startswith("-") for rid in ids)  # `scenario show ID` takes every id
     for rid in ids:
         raw = base64.urlsafe_b64decode(rid + "=" * (-len(rid) % 4))
         assert len(raw) == ID_BYTES >= 16
@@ -329,3 +344,175 @@ def test_replicas_opening_a_new_database_at_once_all_work(db_url: str):
     assert replicas[0].count() == len(replicas) == len(set(ids))
     for s in replicas:
         s.dispose()
+
+
+# --- one record at a time: tampered rows, caps, a damaged database ---------------------------
+
+@pytest.mark.parametrize("t", TAMPERS, ids=lambda t: t.name)
+def test_a_tampered_record_is_unreadable_alone_and_the_others_list_and_open(
+        db_url: str, store: ScenarioStore, t: Tamper):
+    intact = store.save(Scenario(batch=4), name="intact")
+    bad = store.save(Scenario(batch=8), name="to be tampered")
+    if t.sqlite_only and store.dialect == "postgresql":
+        with pytest.raises(sa.exc.DBAPIError):  # the column's type refuses it
+            tamper(db_url, bad.id, t)
+        return
+    tamper(db_url, bad.id, t)
+
+    listed = store.list()
+    assert [r for r in listed if r.id == intact.id] == [ScenarioSummary(
+        id=intact.id, name="intact", description="", created_at=intact.created_at)]
+    (entry,) = [r for r in listed if r.id == bad.id]
+    if t.listed:
+        assert isinstance(entry, UnreadableScenario) and t.needle in entry.reason
+    else:
+        assert isinstance(entry, ScenarioSummary) and entry.name == "to be tampered"
+    assert store.get(intact.id) == intact
+
+    with pytest.raises(InvalidRecord) as info:
+        store.get(bad.id)
+    message = info.value.message
+    assert message.startswith(f"saved scenario '{bad.id}' cannot be read: ")
+    assert t.needle in message and "\n" not in message and len(message) < 400
+
+    health = store.check()
+    assert health.damage is None and health.records == 2 and not health.healthy
+    assert [(u.id, t.needle in u.reason) for u in health.unreadable] == [(bad.id, True)]
+    assert store.damage is None
+    assert store.get(store.save(Scenario(batch=16)).id).scenario.batch == 16, "saving goes on"
+
+
+def test_a_healthy_store_checks_healthy_and_old_records_keep_opening(db_url: str,
+                                                                     store: ScenarioStore):
+    saved = store.save(rich_scenario(), view_of_scenario(rich_scenario(), slo=40.0), name="a")
+    health = store.check()
+    assert health.healthy and health.records == 1 and health.unreadable == ()
+    assert store.get(saved.id) == saved  # every field read back, as saved
+
+
+def test_unreadable_ids_and_reasons_are_escaped_text(tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 's.sqlite3'}"
+    s = ScenarioStore(url)
+    odd_id, odd_view = s.save(Scenario()), s.save(Scenario())
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE explorer_scenarios SET id = :new WHERE id = :id"),
+                     {"new": "\x1b]0;owned\x07" + "A" * 22, "id": odd_id.id})
+        conn.execute(sa.text("UPDATE explorer_scenarios SET view_json = :v WHERE id = :id"),
+                     {"v": r'{"\u001b[31m": [1]}', "id": odd_view.id})
+    engine.dispose()
+    (entry,) = [r for r in s.list() if isinstance(r, UnreadableScenario)]
+    assert "its id is not a scenario id" in entry.reason
+    assert entry.id.startswith("'\\x1b]0;owned\\x07") and "\x1b" not in entry.id
+    with pytest.raises(InvalidRecord) as info:
+        s.get(odd_view.id)
+    assert "\x1b" not in info.value.message and "\\x1b[31m" in info.value.message
+    reasons = [u.reason for u in s.check().unreadable]
+    assert len(reasons) == 2 and not any("\x1b" in r for r in reasons)
+    s.dispose()
+
+
+def test_json_depth_counts_nesting_not_brackets_in_strings():
+    assert json_depth('{"a": [1, {"b": "[[[[{{{{"}], "c": "\\"]]]"}') == 3
+    assert json_depth(DEEP) == 100_000
+    assert json_depth('"plain"') == 0 and json_depth("") == 0
+    assert json_depth(rich_scenario().model_dump_json()) <= MAX_RECORD_JSON_DEPTH // 4
+
+
+def test_the_view_cap_holds_every_view_that_can_be_saved(store: ScenarioStore,
+                                                         monkeypatch: pytest.MonkeyPatch):
+    biggest = {f"key-{i:02}-" + "k" * 24: "\U0001F600" * 200 for i in range(64)}  # 12 B/char
+    assert store.get(store.save(Scenario(), view=biggest).id).view == biggest
+    from explorer.interfaces import store as store_mod
+
+    monkeypatch.setattr(store_mod, "MAX_VIEW_JSON_BYTES", 1000)  # the one cap, both ways
+    with pytest.raises(InvalidRecord, match=r"view: .* bytes of JSON; the limit is 1,000"):
+        store.save(Scenario(), view=biggest)
+
+
+def _many_records(s: ScenarioStore) -> list[str]:
+    steps = StepTimings(batch=(8,) * 300, draft_len=(0,) * 300, step_time_s=(0.01,) * 300,
+                        source="bench.csv")
+    return [s.save(Scenario(measured_steps=steps) if i % 2 else Scenario(batch=8),
+                   name=f"record {i}").id for i in range(40)]
+
+
+def test_a_damaged_sqlite_file_is_said_so_saving_stops_and_recover_repairs_it(tmp_path: Path):
+    path = tmp_path / "data" / "scenarios.sqlite3"
+    url = f"sqlite:///{path}"
+    first = ScenarioStore(url)
+    ids = _many_records(first)
+    first.dispose()
+    backup = corrupt_sqlite(path)
+
+    s = ScenarioStore(url)
+    with pytest.raises(StoreDamaged) as info:
+        s.list()
+    msg = info.value.message
+    assert "is damaged, so listing is not possible" in msg and "Saving is stopped" in msg
+    assert "scenario check" in msg and "\n" not in msg
+    assert s.damage == info.value.damage
+    with pytest.raises(StoreDamaged, match="so saving is not possible"):
+        s.save(Scenario(), name="into a damaged store")
+    health = s.check()
+    assert health.damage and not health.healthy
+
+    fresh = ScenarioStore(url)  # another process: checked before its first save
+    with pytest.raises(StoreDamaged, match="so saving is not possible"):
+        fresh.save(Scenario(), name="into a damaged store")
+    fresh.dispose()
+
+    # The README's repair: recover what can be read into a new file, put it in its place.
+    repair_sqlite(path, tmp_path / "repaired.sqlite3")
+    shutil.move(tmp_path / "repaired.sqlite3", path)
+    after = s.save(Scenario(batch=64), name="after the repair")
+    assert s.damage is None and s.check().damage is None
+    listed = {r.id for r in s.list(limit=100)}
+    assert after.id in listed and len(listed & set(ids)) >= 30
+    s.dispose()
+
+    shutil.copy(backup, path)  # …or restore the backup
+    again = ScenarioStore(url)
+    assert again.check().healthy and {r.id for r in again.list(limit=100)} == set(ids)
+    again.dispose()
+
+
+def test_a_failed_read_of_a_sound_database_is_unavailable_not_damaged(tmp_path: Path):
+    s = ScenarioStore(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    s.save(Scenario())
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    with engine.begin() as conn:
+        conn.execute(sa.text("ALTER TABLE explorer_scenarios RENAME TO moved"))
+    engine.dispose()
+    with pytest.raises(StoreUnavailable) as info:
+        s.list()
+    assert not isinstance(info.value, StoreDamaged) and s.damage is None
+    s.dispose()
+
+
+class _DriverError(Exception):
+    def __init__(self, sqlstate: str | None = None, sqlite_errorcode: int | None = None):
+        super().__init__("driver error")
+        self.sqlstate, self.sqlite_errorcode = sqlstate, sqlite_errorcode
+
+
+@pytest.mark.parametrize(("orig", "damaged"), [
+    (_DriverError(sqlite_errorcode=11), True), (_DriverError(sqlite_errorcode=779), True),
+    (_DriverError(sqlite_errorcode=26), True), (_DriverError(sqlite_errorcode=5), False),
+    (_DriverError(sqlstate="XX001"), True), (_DriverError(sqlstate="XX002"), True),
+    (_DriverError(sqlstate="58030"), True), (_DriverError(sqlstate="42501"), False),
+    (_DriverError(sqlstate="08006"), False)])
+def test_which_driver_errors_say_the_database_is_damaged(orig: _DriverError, damaged: bool):
+    """SQLite CORRUPT (and CORRUPT_INDEX), NOTADB; PostgreSQL data/index corrupted and I/O
+    errors — not a busy file, a permission or a lost connection."""
+    from explorer.interfaces.store import _says_damaged
+
+    assert _says_damaged(sa.exc.DatabaseError("SELECT 1", {}, orig)) is damaged
+
+
+def test_an_id_with_a_leading_dash_is_drawn_again(monkeypatch: pytest.MonkeyPatch):
+    from explorer.interfaces import store as store_mod
+
+    draws = iter(["-leading-dash-0123456789", "Fine_id-0123456789abcd"])
+    monkeypatch.setattr(store_mod.secrets, "token_urlsafe", lambda n: next(draws))
+    assert store_mod._new_id() == "Fine_id-0123456789abcd"

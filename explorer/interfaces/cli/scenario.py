@@ -1,5 +1,5 @@
-"""`python -m explorer scenario save|show|list` and `evaluate --scenario-id`: the command line's
-way into the same scenario store as the app (EXPLORER_DATABASE_URL or EXPLORER_DATA_DIR).
+"""`python -m explorer scenario save|show|list|check` and `evaluate --scenario-id`: the command
+line's way into the same scenario store as the app (EXPLORER_DATABASE_URL or EXPLORER_DATA_DIR).
 
 The store (SQLAlchemy, Alembic) is imported only by the commands that use it, so the other
 commands start as fast as before."""
@@ -23,7 +23,11 @@ from explorer.interfaces.view_state import PARAM_BY_KEY, view_of_scenario
 from explorer.specs.settings import Setting
 
 if TYPE_CHECKING:
-    from explorer.interfaces.store import StoredScenario
+    from explorer.interfaces.store import ScenarioStore, StoredScenario
+
+EXIT_DAMAGED = 2  # `scenario check`: the store is damaged or holds unreadable records
+REPAIR_HINT = ("repair: README \"Hosting\" (SQLite: sqlite3 FILE \".recover\" | sqlite3 "
+               "repaired.sqlite3, then put the repaired file in its place; or restore a backup)")
 
 FLAG_OF_RECORD_FIELD = {"name": "--name", "description": "--description",
                         "view": "/".join(str(s.flag) for s in VIEW_SETTINGS),
@@ -46,6 +50,9 @@ def add_parser(sub: Any) -> None:
     ls = ssub.add_parser("list", help="list saved scenarios, newest first")
     ls.add_argument("--limit", type=int, default=20, help="how many (default 20)")
     ls.add_argument("--json", action="store_true", help="print JSON")
+    ck = ssub.add_parser("check", help="read every saved scenario and check the database: "
+                                       "exit 0 healthy, 2 damaged or with unreadable records")
+    ck.add_argument("--json", action="store_true", help="print JSON")
 
 
 def add_scenario_id_option(p: argparse.ArgumentParser) -> None:
@@ -120,25 +127,66 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from explorer.interfaces.store import StoreError, default_store
+    from explorer.interfaces.store import StoreError, UnreadableScenario, default_store
 
     if args.limit < 1:
         raise UsageError("argument --limit: must be ≥ 1")
+    store = default_store()
     try:
-        rows = default_store().list(limit=args.limit)
+        rows = store.list(limit=args.limit)
     except StoreError as exc:
         raise UsageError(f"scenario list: {exc.message}") from None
     if args.json:
-        print_json([{"id": r.id, "link": f"?s={r.id}", "name": r.name,
-                      "description": r.description, "created_at": r.created_at.isoformat()}
-                     for r in rows])
-        return 0
-    for r in rows:
-        name = r.name.replace("\n", " ") or "(unnamed)"
-        print(f"{r.id}  {r.created_at:%Y-%m-%d %H:%M:%S}Z  {name}")
+        print_json([{"id": r.id, "link": f"?s={r.id}", "name": "", "description": "",
+                     "created_at": None, "unreadable": r.reason}
+                    if isinstance(r, UnreadableScenario) else
+                    {"id": r.id, "link": f"?s={r.id}", "name": r.name,
+                     "description": r.description, "created_at": r.created_at.isoformat()}
+                    for r in rows])
+    else:
+        for r in rows:
+            if isinstance(r, UnreadableScenario):
+                print(f"{r.id}  unreadable: {r.reason}")
+                continue
+            name = r.name.replace("\n", " ") or "(unnamed)"
+            print(f"{r.id}  {r.created_at:%Y-%m-%d %H:%M:%S}Z  {name}")
+    _note_problems(store, sum(isinstance(r, UnreadableScenario) for r in rows))
     return 0
 
 
+def _note_problems(store: ScenarioStore, unreadable: int) -> None:
+    """On stderr, below a listing: records it could not read, a damaged database."""
+    if unreadable:
+        print(f"note: {unreadable} saved scenario(s) cannot be read; `python -m explorer "
+              "scenario check` lists them all", file=sys.stderr)
+    if store.damage:
+        print(f"note: the scenario store is damaged ({store.damage}); saving is stopped. "
+              f"{REPAIR_HINT}", file=sys.stderr)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from explorer.interfaces.store import StoreError, default_store
+
+    store = default_store()
+    try:
+        health = store.check()
+    except StoreError as exc:
+        raise UsageError(f"scenario check: {exc.message}") from None
+    if args.json:
+        print_json({"store": health.store, "healthy": health.healthy, "damage": health.damage,
+                    "records": health.records,
+                    "unreadable": [u.model_dump() for u in health.unreadable]})
+    else:
+        state = "ok" if health.damage is None else f"DAMAGED: {health.damage}"
+        print(f"{health.store}: {health.records} record(s) read, "
+              f"{len(health.unreadable)} unreadable; integrity {state}")
+        for u in health.unreadable:
+            print(f"{u.id}  unreadable: {u.reason}")
+        if health.damage is not None:
+            print(REPAIR_HINT)
+    return 0 if health.healthy else EXIT_DAMAGED
+
+
 def cmd_scenario(args: argparse.Namespace) -> int:
-    commands = {"save": cmd_save, "show": cmd_show, "list": cmd_list}
+    commands = {"save": cmd_save, "show": cmd_show, "list": cmd_list, "check": cmd_check}
     return commands[args.scenario_command](args)
