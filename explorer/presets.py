@@ -6,6 +6,7 @@ import csv
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
@@ -167,6 +168,38 @@ def sample_curves() -> dict[str, AcceptanceCurve]:
             ),
         )
     return out
+
+
+@dataclass(frozen=True)
+class PublishedPoint:
+    """One published AL(D) of data/al_curves.csv, with the preset its model is (`target`, blank
+    when none is) and its model family, for choosing the evidence closest to a target."""
+
+    mechanism: str
+    model: str
+    drafter: str
+    dataset: str
+    draft_len: int
+    acceptance_length: float
+    temperature: float | None  # None: not stated
+    source: str
+    primary: bool  # False for secondary transcriptions (approx / source say SECONDARY)
+    target: str
+    family: str
+
+
+@lru_cache(maxsize=1)
+def published_al_points() -> tuple[PublishedPoint, ...]:
+    out = []
+    for r in _rows("al_curves.csv"):
+        secondary = "secondary" in r["approx"].lower() or "SECONDARY" in r["source"]
+        out.append(PublishedPoint(
+            mechanism=r["mechanism"], model=r["model"], drafter=r["drafter"],
+            dataset=r["dataset"], draft_len=int(float(r["D"])), acceptance_length=float(r["AL"]),
+            temperature=_temperature(r["temperature"]), source=r["source"],
+            primary=not secondary, target=r["target"], family=r["family"],
+        ))
+    return tuple(out)
 
 
 DEFAULT_DRAFT_MODEL: dict[str, str] = {

@@ -28,6 +28,7 @@ class RankedOption(BaseModel):
     extra_memory: str
     fits_in_memory: bool
     acceptance_source: str
+    acceptance_model_extended: bool = False  # AL from an acceptance model past the evidence
 
 
 class Recommendation(BaseModel):
@@ -71,6 +72,7 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
                 extra_memory_bytes=max(0.0, float(g.memory_bytes[i]) - base_mem),
                 extra_memory=mech.extra_memory, fits_in_memory=bool(g.fits_in_memory[i]),
                 acceptance_source=g.al_provenance,
+                acceptance_model_extended=bool(g.al_extrapolated[i]),
             ))
     ranking.sort(key=lambda o: (not o.fits_in_memory, -o.speedup, o.draft_len))
     best = ranking[0] if ranking and ranking[0].fits_in_memory else None
@@ -88,10 +90,13 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             f"{o.mechanism_name} D={o.draft_len}: {o.speedup:.2f}×" for o in runners
         )
         verdict = "speculation pays" if best.speedup > 1.0 else "plain decoding is faster"
+        extended = (", model-extended past the published/measured D"
+                    if best.acceptance_model_extended else "")
         explanation = (
             f"{best.mechanism_name} at D={best.draft_len}: {best.speedup:.2f}× "
-            f"(AL {best.acceptance_length:.2f}, draft {best.draft_overhead_fraction:.0%} of the "
-            f"step; training: {best.training}) — {verdict}. Next: {runner_text or 'none'}."
+            f"(AL {best.acceptance_length:.2f}{extended}, draft "
+            f"{best.draft_overhead_fraction:.0%} of the step; training: {best.training}) — "
+            f"{verdict}. Next: {runner_text or 'none'}."
         )
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup",
                        value=best.speedup, text=explanation, applies=True)

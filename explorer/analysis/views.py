@@ -160,6 +160,13 @@ class ALSeries:
             return self.data.source_text
         return self.data.provenance
 
+    @property
+    def model_extended(self) -> npt.NDArray[np.bool_]:
+        """Points an acceptance model gives past the evidence (a measured curve: none)."""
+        if isinstance(self.data, AcceptanceCurve):
+            return np.zeros(len(self.data.draft_lens), dtype=bool)
+        return np.asarray(self.data.extrapolated, dtype=bool)
+
 
 def al_curves(scenario: Scenario, d_max: int = VIEW_MAX_DRAFT_LEN) -> list[ALSeries]:
     """Each mechanism's prior, the scenario's own source, and the shipped measured curves."""

@@ -1,4 +1,12 @@
-"""AL(D) for a scenario from its acceptance source, with validity and provenance."""
+"""AL(D) for a scenario from its acceptance source, with validity and provenance.
+
+A measured curve holds where it was measured (monotone interpolation between its points). A
+block drafter's curve says nothing at other D. A chain curve is extended past its last point
+only by an acceptance model anchored on its points — a per-position decay fitted to the curve
+(three points or more) or the mechanism's prior shape scaled to it — whose per-position
+acceptance is always below 1; a single point fixes the level only. Every such AL is flagged
+model-extended.
+"""
 
 from __future__ import annotations
 
@@ -9,57 +17,111 @@ import numpy.typing as npt
 from scipy.interpolate import PchipInterpolator
 
 from explorer.base.limits import MAX_DRAFT_LEN
-from explorer.model.acceptance import al_decaying, al_iid
+from explorer.model.acceptance import (
+    al_decaying,
+    al_iid,
+    fit_decaying,
+    fit_level,
+    level_through,
+    marginal_from_conditional,
+    scaled_al,
+)
+from explorer.model.acceptance_evidence import evidence_draft_lens
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.mechanism import MechanismSpec
 from explorer.specs.scenario import Acceptance
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+# Curves with at least this many measured points get their own fitted per-position decay;
+# fewer points carry the mechanism's prior shape.
+MIN_POINTS_FOR_OWN_DECAY = 3
 
 
 @dataclass(frozen=True)
 class ALResult:
-    """AL at each D (NaN where the source says nothing), which points are extrapolated, and why."""
+    """AL at each D (NaN where the source says nothing), which points are model-extended (outside
+    the D range of the evidence), and where it comes from."""
 
     acceptance_length: FloatArray
-    extrapolated: BoolArray
+    extrapolated: BoolArray  # model-extended: an acceptance model, not the evidence, gives AL
     provenance: str
 
+    @property
+    def model_extended(self) -> BoolArray:
+        return self.extrapolated
 
-def curve_al(curve: AcceptanceCurve, draft_len: npt.ArrayLike, block: bool) -> ALResult:
-    """Monotone (PCHIP) interpolation through (0, 1) and the measured points.
 
-    Block drafters are valid only at measured D. Chain curves past the last measured D continue
-    with the last marginal's geometric decay, flagged as extrapolated — never silently.
-    """
-    d = np.asarray(draft_len, dtype=np.float64)
+def prior_conditional(mech: MechanismSpec, positions: int = MAX_DRAFT_LEN) -> FloatArray:
+    """The prior's conditional per-position acceptance c_j = c_1·d^{j−1}, j = 1..positions."""
+    j = np.arange(positions, dtype=np.float64)
+    return np.asarray(np.clip(mech.first_rate * mech.decay**j, 0.0, 1.0), dtype=np.float64)
+
+
+def _curve_name(curve: AcceptanceCurve) -> str:
     source = curve.source_text
-    name = f"measured curve '{curve.label}'" + (f" [{source}]" if source else "")
-    xs = np.concatenate([[0.0], np.asarray(curve.draft_lens, dtype=np.float64)])
-    ys = np.concatenate([[1.0], np.asarray(curve.acceptance_lengths, dtype=np.float64)])
-    ys = np.maximum.accumulate(ys)  # a non-monotone measurement is flattened, not followed down
-    d_max = xs[-1]
-    extrapolated = d > d_max
+    return f"measured curve '{curve.label}'" + (f" [{source}]" if source else "")
+
+
+def _block_al(xs: FloatArray, ys: FloatArray, d: FloatArray, name: str) -> ALResult:
+    out = np.where(np.isin(d, xs), np.interp(d, xs, ys), np.nan)
+    out = np.where(d == 0, 1.0, out)
+    return ALResult(np.asarray(out, dtype=np.float64), np.zeros_like(d, dtype=bool), name)
+
+
+def curve_al(curve: AcceptanceCurve, draft_len: npt.ArrayLike, block: bool,
+             shape: MechanismSpec | None = None) -> ALResult:
+    """AL(D) of a measured curve; `shape` is the mechanism whose prior shape extends a chain
+    curve of fewer than three points (default: the preset of the curve's mechanism)."""
+    d = np.asarray(draft_len, dtype=np.float64)
+    name = _curve_name(curve)
+    xs = np.asarray(curve.draft_lens, dtype=np.float64)
+    ys = np.maximum.accumulate(np.asarray(curve.acceptance_lengths, dtype=np.float64))
     if block:
-        measured = np.isin(d, xs)
-        out = np.where(measured, np.interp(d, xs, ys), np.nan)
-        out = np.where(d == 0, 1.0, out)
-        return ALResult(out, np.zeros_like(d, dtype=bool), name)
-    inside = PchipInterpolator(xs, ys)(np.clip(d, 0.0, d_max)) if len(xs) > 2 else np.interp(
-        np.clip(d, 0.0, d_max), xs, ys
-    )
-    last_m = ys[-1] - ys[-2]
-    prev_m = ys[-2] - ys[-3] if len(ys) > 2 else 1.0
-    ratio = float(np.clip(last_m / prev_m, 0.0, 0.999)) if prev_m > 0 else 0.0
-    k = np.maximum(d - d_max, 0.0)
-    tail = last_m * ratio * (1.0 - ratio**k) / (1.0 - ratio) if ratio > 0 else np.zeros_like(k)
-    al = np.where(extrapolated, ys[-1] + tail, inside)
+        return _block_al(xs, ys, d, name)
+    if shape is None:
+        from explorer.presets import mechanism_presets
+
+        shape = mechanism_presets()[curve.mechanism or "eagle3"]
+    positions = max(MAX_DRAFT_LEN, int(xs[-1]))
+    d_int = np.clip(np.nan_to_num(d), 0, positions).astype(np.int64)
+    prior_m = marginal_from_conditional(prior_conditional(shape, positions))
+    last = int(xs[-1])
+    if len(xs) == 1:
+        level = float(level_through(prior_m, last, ys[0] - 1.0))
+        al = scaled_al(prior_m, level)[d_int]
+        extended = (d != xs[0]) & (d != 0)
+        how = (f"a single point fixes the level only: the {shape.name} prior's shape scaled "
+               f"(×{level:.3g}) to AL {ys[0]:g} at D={last}")
+    else:
+        x0 = np.concatenate([[0.0], xs])
+        y0 = np.concatenate([[1.0], ys])
+        inside = PchipInterpolator(x0, y0)(np.clip(d, 0.0, xs[-1]))
+        if len(xs) >= MIN_POINTS_FOR_OWN_DECAY:
+            c1, decay = fit_decaying(xs, ys)
+            cond = np.clip(c1 * decay ** np.arange(positions, dtype=np.float64), 0.0, 1.0)
+            model_m_last = float(np.prod(cond[:last]))
+            how = (f"a per-position decay fitted to the curve's {len(xs)} points, "
+                   f"c_j = {c1:.3g}·{decay:.3g}^(j−1)")
+        else:
+            level = fit_level(prior_m, xs, ys)
+            cond = prior_conditional(shape, positions)
+            model_m_last = min(1.0, level * float(prior_m[last - 1]))
+            how = f"the {shape.name} prior's shape scaled (×{level:.3g}) to the curve's points"
+        # Non-increasing marginals: no position past the data beats the last segment's mean.
+        slope = min(1.0, float((ys[-1] - ys[-2]) / (xs[-1] - xs[-2])))
+        anchor = min(model_m_last, slope)
+        tail = anchor * np.cumprod(cond[last:positions])  # marginals of positions last+1 …
+        table = ys[-1] + np.concatenate([[0.0], np.cumsum(tail)])
+        beyond = table[np.clip(d_int - last, 0, len(table) - 1)]
+        extended = d > xs[-1]
+        al = np.where(extended, beyond, inside)
     al = np.clip(al, 1.0, 1.0 + d)
     note = name
-    if bool(extrapolated.any()):
-        note += f" (extrapolated past D={int(d_max)})"
-    return ALResult(np.asarray(al, dtype=np.float64), extrapolated, note)
+    if bool(np.any(extended)):
+        measured = ", ".join(f"{x:g}" for x in xs)
+        note += f" — measured at D ∈ {{{measured}}}; model-extended elsewhere ({how})"
+    return ALResult(np.asarray(al, dtype=np.float64), np.asarray(extended, dtype=bool), note)
 
 
 def acceptance_length(
@@ -77,17 +139,32 @@ def acceptance_length(
         al = np.where(d == 0, 1.0, al)
         return ALResult(al, none, f"fixed AL = {acceptance.fixed_al:g} at D = {scenario_draft_len}")
     if acceptance.kind == "curve" and acceptance.curve is not None:
-        return curve_al(acceptance.curve, d, mech.is_block)
+        return curve_al(acceptance.curve, d, mech.is_block, mech)
     return prior_al(mech, d)
 
 
 def prior_al(mech: MechanismSpec, draft_len: npt.ArrayLike) -> ALResult:
+    """The mechanism's prior where its published points hold it: a block prior only at the
+    published block sizes, a chain prior flagged model-extended past the largest published D."""
     d = np.asarray(draft_len, dtype=np.float64)
+    measured = evidence_draft_lens(mech.slug)
     valid = d <= mech.max_draft_len
+    if mech.is_block:
+        valid &= np.isin(d, measured) | (d == 0)
+        extended = np.zeros_like(d, dtype=bool)
+        where = (f"published only at D ∈ {{{', '.join(map(str, measured))}}}, so valid there "
+                 "only")
+    elif measured:
+        extended = d > max(measured)
+        where = f"published points at D ≤ {max(measured)}; model-extended beyond"
+    else:
+        extended = d > 0
+        where = "no published points: an assumption at every D"
     d_int = np.clip(np.nan_to_num(d), 0, MAX_DRAFT_LEN).astype(np.int64)
     al = np.where(valid, al_decaying(mech.first_rate, mech.decay, d_int), np.nan)
     note = (
         f"{mech.name} prior c_j = {mech.first_rate:.3g}·{mech.decay:.3g}^(j−1)"
-        f" ({mech.prior_source})"
+        f" ({mech.prior_source}; {where})"
     )
-    return ALResult(np.asarray(al, dtype=np.float64), np.zeros_like(d, dtype=bool), note)
+    return ALResult(np.asarray(al, dtype=np.float64), np.asarray(extended & valid, dtype=bool),
+                    note)

@@ -101,6 +101,8 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     c[0].metric("Speedup", _fmt(ev.speedup, ".2f", "×"),
                 help="T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft)")
     c[1].metric("Acceptance length", _fmt(ev.acceptance_length),
+                delta="model-extended" if ev.acceptance_extrapolated else None,
+                delta_color="off",
                 help="tokens per target step, bonus included. Source: "
                 + md_text(ev.acceptance_source))
     c[2].metric("Tokens/s per user", _fmt(ev.tokens_per_s_per_user, ",.1f"),
@@ -114,7 +116,9 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         st.warning(f"No AL for D={sc.draft_len} from {md_text(ev.acceptance_source)}: block "
                    "drafters are valid only at measured D, and nothing is extrapolated silently.")
     elif ev.acceptance_extrapolated:
-        st.info(f"AL at D={sc.draft_len} is extrapolated: {md_text(ev.acceptance_source)}")
+        st.warning(f"AL at D={sc.draft_len} is **model-extended**: no published or measured point "
+                   f"backs it; an acceptance model anchored on the points gives it — "
+                   f"{md_text(ev.acceptance_source)}", icon=":material/timeline:")
 
     best = rec.best
     if best is not None:
@@ -195,7 +199,9 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         st.caption(f"Attention is {ev.attention_fraction:.0%} of T_verif without speculation.")
     with tabs[6]:
         rows = [{"mechanism": o.mechanism_name, "D": o.draft_len, "speedup ×": round(o.speedup, 3),
-                 "AL": round(o.acceptance_length, 2), "T_draft (ms)": round(o.t_draft_s * 1e3, 3),
+                 "AL": round(o.acceptance_length, 2),
+                 "AL model-extended": o.acceptance_model_extended,
+                 "T_draft (ms)": round(o.t_draft_s * 1e3, 3),
                  "draft share of step": f"{o.draft_overhead_fraction:.0%}",
                  "training": o.training,
                  "extra memory (GB/GPU)": round(o.extra_memory_bytes / 1e9, 2),

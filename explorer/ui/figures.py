@@ -198,21 +198,35 @@ def al_figure(curves: list[ALSeries], selected: str) -> go.Figure:
         color = MECH_COLORS.get(c.mechanism, "#888")
         is_prior = c.kind == "prior"
         visible: bool | str = True if (c.mechanism == selected or is_prior) else "legendonly"
+        width = 3 if c.mechanism == selected else 1.5
+        x, y = _f32(c.draft_len), _f32(c.acceptance_length)
+        extended = c.model_extended
+        # Solid within the evidence, dashed where an acceptance model extends it; the dashed
+        # part starts at the last solid point so the line stays connected.
+        joined = extended | np.concatenate([extended[1:], [False]])
+        hover = ("D=%{x}<br>AL=%{y:.2f}<br>"
+                 + plotly_text(c.provenance[:160].replace("%", "%%"))
+                 + "<extra>" + plotly_text(c.label[:40]) + "</extra>")
+        name = plotly_text(c.label[:60])
         fig.add_trace(go.Scatter(
-            x=_f32(c.draft_len), y=_f32(c.acceptance_length),
-            mode="lines" if is_prior else "lines+markers", name=plotly_text(c.label[:60]),
-            visible=visible,
-            line={"color": color, "dash": "dash" if is_prior else "solid",
-                  "width": 3 if c.mechanism == selected else 1.5},
-            hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>"
-            + plotly_text(c.provenance[:160].replace("%", "%%"))
-            + "<extra>" + plotly_text(c.label[:40]) + "</extra>",
+            x=x, y=np.where(extended, np.nan, y).astype(np.float32),
+            mode="lines" if is_prior else "lines+markers", name=name, legendgroup=name,
+            visible=visible, line={"color": color, "width": width}, hovertemplate=hover,
         ))
+        if extended.any():
+            fig.add_trace(go.Scatter(
+                x=x, y=np.where(joined, y, np.nan).astype(np.float32), mode="lines",
+                name=f"{name} — model-extended", legendgroup=name, showlegend=False,
+                visible=visible, line={"color": color, "width": width, "dash": "dash"},
+                hovertemplate="D=%{x}<br>AL=%{y:.2f} (model-extended)<extra>"
+                + plotly_text(c.label[:40]) + "</extra>",
+            ))
     d_max = VIEW_MAX_DRAFT_LEN
     fig.add_trace(go.Scatter(x=[0, d_max], y=[1, 1 + d_max], mode="lines", name="AL = 1+D bound",
                              line={"color": "gray", "dash": "dot", "width": 1},
                              hoverinfo="skip"))
-    fig.update_layout(title="Acceptance length vs draft length (prior: dashed; measured: solid)",
+    fig.update_layout(title="Acceptance length vs draft length (solid: within the evidence; "
+                      "dashed: model-extended; markers: published curves)",
                       xaxis={"title": "draft length D"},
                       yaxis={"title": "AL (tokens per target step)", "range": [1, 9]}, **_LAYOUT)
     return fig

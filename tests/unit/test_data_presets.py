@@ -101,6 +101,8 @@ CURVE_COLUMNS = [
     "temperature",
     "source",
     "approx",
+    "target",
+    "family",
 ]
 
 HARDWARE_SLUGS = {"h100", "h200", "b200", "gb200", "mi300x"}
@@ -393,11 +395,12 @@ def test_mechanisms_are_consistent() -> None:
 
 def test_block_priors_match_the_measured_mean_at_d7() -> None:
     """DFlash/DSpark priors are fitted to the DSpark-paper D=7 points; the shipped Qwen3 subset
-    of those points must average close to the prior's AL(7)."""
+    of those points (Qwen3 and Gemma4) must average close to the prior's AL(7)."""
     curves = read("al_curves.csv")[1]
     mech = by_slug("mechanisms.csv")
     for slug in ("dflash", "dspark"):
-        points = [float(r["AL"]) for r in curves if r["mechanism"] == slug and r["D"] == "7"]
+        points = [float(r["AL"]) for r in curves if r["mechanism"] == slug and r["D"] == "7"
+                  and r["source"].startswith("DSpark paper")]
         assert len(points) >= 9, slug
         prior = al_prior(float(mech[slug]["first_rate"]), float(mech[slug]["decay"]), 7)
         assert prior == pytest.approx(sum(points) / len(points), abs=0.3), slug
@@ -421,6 +424,8 @@ def test_al_curves_are_physical_and_mapped() -> None:
         assert 1.0 <= al <= 1.0 + d, f"line {i}: AL {al} outside [1, 1+D] at D={d}"
         assert d <= int(mech[r["mechanism"]]["max_draft_len"]), f"line {i}: D beyond max"
         assert r["drafter"].strip() and r["model"].strip() and r["dataset"].strip()
+        assert r["family"].strip(), f"line {i}: no family"
+        assert r["target"] == "" or r["target"] in MODEL_SLUGS, f"line {i}: {r['target']}"
         key = (r["mechanism"], r["model"], r["drafter"], r["dataset"], r["temperature"], r["D"])
         assert key not in seen, f"line {i}: duplicate point {key}"
         seen.add(key)
