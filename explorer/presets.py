@@ -82,6 +82,11 @@ def model_presets() -> dict[str, ModelSpec]:
             "active_params_b": _num(r["active_params_b"]),
             "source": r["source"],
             "assumptions": r.get("assumptions", ""),
+            "family": r.get("family", ""),
+            "tokenizer": r.get("tokenizer", ""),
+            "mtp_layers": _int(r.get("mtp_layers", "")) or 0,
+            "mtp_params_b": _num(r.get("mtp_params_b", "")),
+            "speculation_source": r.get("speculation_source", ""),
         }
         for key in (
             "layers", "hidden", "q_heads", "kv_heads", "head_dim", "ffn_intermediate",
@@ -119,6 +124,7 @@ def mechanism_presets() -> dict[str, MechanismSpec]:
             decay=float(r["decay"]),
             prior_source=r["prior_source"],
             training=r["training"],
+            training_source=r.get("training_source", ""),
             extra_memory=r["extra_memory"],
             source=r["source"],
             assumptions=r.get("assumptions", ""),
@@ -200,6 +206,30 @@ def published_al_points() -> tuple[PublishedPoint, ...]:
             primary=not secondary, target=r["target"], family=r["family"],
         ))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class DraftHead:
+    """A published drafter checkpoint for a target preset (data/draft_heads.csv)."""
+
+    target: str
+    mechanism: str
+    checkpoint: str
+    trained_for: str  # the model it was trained for
+    same_weights: bool  # trained for the preset's model (or a revision of it), not a sibling
+    source: str
+
+
+@lru_cache(maxsize=1)
+def draft_heads() -> dict[tuple[str, str], tuple[DraftHead, ...]]:
+    """Published drafter checkpoints by (target slug, mechanism slug)."""
+    out: dict[tuple[str, str], list[DraftHead]] = {}
+    for r in _rows("draft_heads.csv"):
+        head = DraftHead(target=r["target"], mechanism=r["mechanism"], checkpoint=r["checkpoint"],
+                         trained_for=r["trained_for"], same_weights=r["same_weights"] == "yes",
+                         source=r["source"])
+        out.setdefault((head.target, head.mechanism), []).append(head)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 DEFAULT_DRAFT_MODEL: dict[str, str] = {

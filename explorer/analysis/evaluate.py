@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from explorer.analysis.availability import availability
 from explorer.model.grid import ScenarioModel, scenario_model
 from explorer.model.layers import COMPONENTS, Breakdown
 from explorer.specs.scenario import Scenario
@@ -41,6 +42,9 @@ class Evaluation(BaseModel):
     verify_width: int
     breakdown: dict[str, dict[str, float]]
     sources: dict[str, str]
+    mechanism_available: bool = True  # False: a hypothetical (MTP on a target without MTP layers)
+    availability: str = ""  # what exists for the target, or why the mechanism does not
+    acceptance_evidence: str = ""  # measured, same model, same family, other family, none, user
 
 
 def _scalar(x: npt.ArrayLike) -> float | None:
@@ -70,6 +74,7 @@ def sources_of(model: ScenarioModel, al_source: str) -> dict[str, str]:
 def evaluate(scenario: Scenario) -> Evaluation:
     m = scenario_model(scenario)
     g = m.grid(scenario.batch, scenario.draft_len, with_breakdowns=True)
+    av = availability(scenario)
     return Evaluation(
         speedup=_scalar(g.speedup),
         acceptance_length=_scalar(g.acceptance_length),
@@ -98,4 +103,7 @@ def evaluate(scenario: Scenario) -> Evaluation:
             "draft": _bd(g.draft),
         },
         sources=sources_of(m, g.al_provenance),
+        mechanism_available=av.available,
+        availability=av.text,
+        acceptance_evidence=m.acceptance(scenario.draft_len).evidence,
     )

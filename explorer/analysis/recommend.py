@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from explorer.analysis.availability import availability
 from explorer.analysis.candidate import candidate
 from explorer.analysis.guidelines import Guideline, guidelines
 from explorer.base.errors import ScenarioError
@@ -29,6 +30,9 @@ class RankedOption(BaseModel):
     fits_in_memory: bool
     acceptance_source: str
     acceptance_model_extended: bool = False  # AL from an acceptance model past the evidence
+    acceptance_evidence: str = ""  # measured, same model, same family, other family, none, user
+    availability: str = ""  # published, to be trained, ships with the target, …
+    availability_detail: str = ""  # the checkpoint and its source, or the training it needs
 
 
 class Recommendation(BaseModel):
@@ -47,10 +51,15 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
     unavailable: dict[str, str] = {}
     for slug in mechanisms or list(mechanism_presets()):
         cand = candidate(scenario, slug)
+        av = availability(cand, slug)
+        if not av.available:
+            unavailable[slug] = av.text
+            continue
         try:
             m = scenario_model(cand)
             ds = np.arange(1, m.r.mechanism.max_draft_len + 1)
             g = m.grid(cand.batch, ds)
+            al = m.acceptance(ds)
             base_mem = float(scenario_model(cand.model_copy(update={"draft_len": 0})).memory_bytes(
                 cand.batch, cand.context, m.r.group).reshape(-1)[0])
         except ScenarioError as exc:
@@ -73,6 +82,8 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
                 extra_memory=mech.extra_memory, fits_in_memory=bool(g.fits_in_memory[i]),
                 acceptance_source=g.al_provenance,
                 acceptance_model_extended=bool(g.al_extrapolated[i]),
+                acceptance_evidence=al.evidence, availability=av.status,
+                availability_detail=av.text,
             ))
     ranking.sort(key=lambda o: (not o.fits_in_memory, -o.speedup, o.draft_len))
     best = ranking[0] if ranking and ranking[0].fits_in_memory else None
@@ -94,8 +105,8 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
                     if best.acceptance_model_extended else "")
         explanation = (
             f"{best.mechanism_name} at D={best.draft_len}: {best.speedup:.2f}× "
-            f"(AL {best.acceptance_length:.2f}{extended}, draft "
-            f"{best.draft_overhead_fraction:.0%} of the step; training: {best.training}) — "
+            f"(AL {best.acceptance_length:.2f}{extended}, evidence: {best.acceptance_evidence}; "
+            f"draft {best.draft_overhead_fraction:.0%} of the step; {best.availability}) — "
             f"{verdict}. Next: {runner_text or 'none'}."
         )
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup",

@@ -172,10 +172,11 @@ def al_curves(scenario: Scenario, d_max: int = VIEW_MAX_DRAFT_LEN) -> list[ALSer
     """Each mechanism's prior, the scenario's own source, and the shipped measured curves."""
     d = np.arange(0, d_max + 1, dtype=np.float64)
     out: list[ALSeries] = []
+    m = scenario_model(scenario)
     for slug, mech in mechanism_presets().items():
-        out.append(ALSeries("prior", slug, f"{mech.name} (prior)", prior_al(mech, d), d))
+        out.append(ALSeries("prior", slug, f"{mech.name} (prior)", prior_al(mech, d, m.r.model),
+                            d))
     if scenario.acceptance.kind != "prior":
-        m = scenario_model(scenario)
         out.append(ALSeries("scenario", scenario.mechanism,
                             f"{m.r.mechanism.name} (this scenario)", m.acceptance(d), d))
     for c in sample_curves().values():

@@ -104,14 +104,14 @@ def fit_level(marginal: npt.ArrayLike, draft_lens: npt.ArrayLike, als: npt.Array
               grid: int = 2001) -> float:
     """Least-squares level r of `scaled_al(marginal, r)` through the points (D, AL).
 
-    A grid over r ∈ [0, 1/min m] evaluated at once (no per-point loop): the scale at which the
-    prior's shape best matches these points."""
+    A geometric grid over r ∈ {0} ∪ [10⁻³, 1/min m] (relative steps < 1 %), evaluated at once
+    (no per-point loop): the scale at which the prior's shape best matches these points."""
     m = np.asarray(marginal, dtype=np.float64)
     d = np.asarray(draft_lens, dtype=np.int64)
     y = np.asarray(als, dtype=np.float64)
     positive = m[: int(d.max())]
     top = 1.0 / float(positive[positive > 0].min()) if (positive > 0).any() else 1.0
-    levels = np.linspace(0.0, top, grid)
+    levels = np.concatenate([[0.0], np.geomspace(1e-3, max(top, 1e-3), grid)])
     table = scaled_al(m[: int(d.max())], levels)  # (grid, D_max + 1)
     sse = ((table[:, d] - y) ** 2).sum(axis=-1)
     return float(levels[int(np.argmin(sse))])

@@ -18,7 +18,6 @@ from scipy.interpolate import PchipInterpolator
 
 from explorer.base.limits import MAX_DRAFT_LEN
 from explorer.model.acceptance import (
-    al_decaying,
     al_iid,
     fit_decaying,
     fit_level,
@@ -26,7 +25,8 @@ from explorer.model.acceptance import (
     marginal_from_conditional,
     scaled_al,
 )
-from explorer.model.acceptance_evidence import evidence_draft_lens
+from explorer.model.acceptance_evidence import evidence_draft_lens, evidence_for, prior_marginal
+from explorer.specs.architecture import ModelSpec
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.mechanism import MechanismSpec
 from explorer.specs.scenario import Acceptance
@@ -46,6 +46,9 @@ class ALResult:
     acceptance_length: FloatArray
     extrapolated: BoolArray  # model-extended: an acceptance model, not the evidence, gives AL
     provenance: str
+    # How close the evidence is: measured (a curve), same model / same family / other family
+    # (published points behind a prior), none (an assumption), user (α or AL set by hand).
+    evidence: str = "measured"
 
     @property
     def model_extended(self) -> BoolArray:
@@ -129,24 +132,31 @@ def acceptance_length(
     mech: MechanismSpec,
     draft_len: npt.ArrayLike,
     scenario_draft_len: int,
+    target: ModelSpec | None = None,
 ) -> ALResult:
     d = np.asarray(draft_len, dtype=np.float64)
     none = np.zeros_like(d, dtype=bool)
     if acceptance.kind == "iid" and acceptance.alpha is not None:
-        return ALResult(al_iid(acceptance.alpha, d), none, f"i.i.d. α = {acceptance.alpha:g}")
+        return ALResult(al_iid(acceptance.alpha, d), none, f"i.i.d. α = {acceptance.alpha:g}",
+                        evidence="user")
     if acceptance.kind == "fixed" and acceptance.fixed_al is not None:
         al = np.where(d == scenario_draft_len, acceptance.fixed_al, np.nan)
         al = np.where(d == 0, 1.0, al)
-        return ALResult(al, none, f"fixed AL = {acceptance.fixed_al:g} at D = {scenario_draft_len}")
+        return ALResult(al, none, f"fixed AL = {acceptance.fixed_al:g} at D = {scenario_draft_len}",
+                        evidence="user")
     if acceptance.kind == "curve" and acceptance.curve is not None:
         return curve_al(acceptance.curve, d, mech.is_block, mech)
-    return prior_al(mech, d)
+    return prior_al(mech, d, target)
 
 
-def prior_al(mech: MechanismSpec, draft_len: npt.ArrayLike) -> ALResult:
-    """The mechanism's prior where its published points hold it: a block prior only at the
-    published block sizes, a chain prior flagged model-extended past the largest published D."""
+def prior_al(mech: MechanismSpec, draft_len: npt.ArrayLike,
+             target: ModelSpec | None = None) -> ALResult:
+    """The mechanism's prior for `target`: its shape at the level of the closest published points
+    (same model, same family, else the preset prior fitted on other families), where they hold
+    it: a block prior only at the published block sizes, a chain prior flagged model-extended
+    past the largest published D."""
     d = np.asarray(draft_len, dtype=np.float64)
+    ev = evidence_for(mech, target)
     measured = evidence_draft_lens(mech.slug)
     valid = d <= mech.max_draft_len
     if mech.is_block:
@@ -160,11 +170,15 @@ def prior_al(mech: MechanismSpec, draft_len: npt.ArrayLike) -> ALResult:
     else:
         extended = d > 0
         where = "no published points: an assumption at every D"
+    if mech.needs_draft_model:
+        where += ("; the same AL for any draft size: no published AL says how it grows with the "
+                  "draft model's size")
     d_int = np.clip(np.nan_to_num(d), 0, MAX_DRAFT_LEN).astype(np.int64)
-    al = np.where(valid, al_decaying(mech.first_rate, mech.decay, d_int), np.nan)
+    table = scaled_al(prior_marginal(mech), ev.level)
+    al = np.where(valid, table[d_int], np.nan)
     note = (
-        f"{mech.name} prior c_j = {mech.first_rate:.3g}·{mech.decay:.3g}^(j−1)"
-        f" ({mech.prior_source}; {where})"
+        f"{mech.name} prior, shape c_j = {mech.first_rate:.3g}·{mech.decay:.3g}^(j−1) "
+        f"({mech.prior_source}); for this target — {ev.describe(target)}; {where}"
     )
     return ALResult(np.asarray(al, dtype=np.float64), np.asarray(extended & valid, dtype=bool),
-                    note)
+                    note, evidence=ev.closeness)

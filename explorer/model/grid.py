@@ -142,11 +142,10 @@ class ScenarioModel:
     def draft(self, batch: npt.ArrayLike, draft_len: npt.ArrayLike, context: npt.ArrayLike,
               group: npt.ArrayLike) -> Breakdown:
         mech = self.r.mechanism
-        if mech.needs_draft_model and self.draft_layer_model is None:
+        if mech.needs_draft_model and self.draft_layer_model is None:  # resolve() checks it
             raise ScenarioError(
                 "draft_model",
-                f"the {mech.slug} mechanism needs a draft model for {self.r.model.slug}; "
-                "pick one (e.g. --draft-model llama-3.2-1b)",
+                f"the {mech.name} needs a draft model that shares {self.r.model.name}'s tokenizer",
             )
         scale = 1.0
         if self.r.scenario.rho is not None and self.rho_native > 0:
@@ -202,7 +201,8 @@ class ScenarioModel:
 
     def acceptance(self, draft_len: npt.ArrayLike) -> ALResult:
         sc = self.r.scenario
-        return acceptance_length(sc.acceptance, self.r.mechanism, draft_len, sc.draft_len)
+        return acceptance_length(sc.acceptance, self.r.mechanism, draft_len, sc.draft_len,
+                                 self.r.model)
 
     # -- the grid ---------------------------------------------------------------------
     def grid(

@@ -23,6 +23,7 @@ from explorer.analysis.views import (
 )
 from explorer.base.errors import ScenarioError
 from explorer.interfaces.view_state import view_scenario
+from explorer.presets import mechanism_presets
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
@@ -112,6 +113,11 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     c[4].metric("Memory per GPU", f"{ev.memory_bytes / 1e9:,.0f} / {ev.hbm_bytes / 1e9:,.0f} GB",
                 delta="fits" if ev.fits_in_memory else "does not fit",
                 delta_color="normal" if ev.fits_in_memory else "inverse")
+    if not ev.mechanism_available:
+        name = md_text(_mechanism_name(sc.mechanism))
+        st.warning(f"**{name} is unavailable for this target** — {md_text(ev.availability)}. "
+                   "The numbers here are a hypothetical, and the recommendation does not rank it.",
+                   icon=":material/block:")
     if ev.acceptance_length is None:
         st.warning(f"No AL for D={sc.draft_len} from {md_text(ev.acceptance_source)}: block "
                    "drafters are valid only at measured D, and nothing is extrapolated silently.")
@@ -201,14 +207,19 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         rows = [{"mechanism": o.mechanism_name, "D": o.draft_len, "speedup ×": round(o.speedup, 3),
                  "AL": round(o.acceptance_length, 2),
                  "AL model-extended": o.acceptance_model_extended,
+                 "AL evidence": o.acceptance_evidence,
+                 "drafter": o.availability,
                  "T_draft (ms)": round(o.t_draft_s * 1e3, 3),
                  "draft share of step": f"{o.draft_overhead_fraction:.0%}",
                  "training": o.training,
                  "extra memory (GB/GPU)": round(o.extra_memory_bytes / 1e9, 2),
                  "fits": o.fits_in_memory} for o in _best_per_mechanism(rec)]
         st.dataframe(pd.DataFrame(rows), hide_index=True)
+        for o in _best_per_mechanism(rec):
+            st.caption(f"**{md_text(o.mechanism_name)}** — {md_text(o.availability_detail)}")
         for slug, why in rec.unavailable.items():
-            st.caption(f"{slug}: unavailable — {why}")
+            st.caption(f"**{md_text(_mechanism_name(slug))}: unavailable, not ranked** — "
+                       f"{md_text(why)}")
     with tabs[7]:
         st.markdown("Where each number comes from:")
         for k, text in ev.sources.items():
@@ -242,6 +253,11 @@ def _best_per_mechanism(rec: Recommendation) -> list[Any]:
     for o in rec.ranking:
         seen.setdefault(o.mechanism, o)
     return list(seen.values())
+
+
+def _mechanism_name(slug: str) -> str:
+    mech = mechanism_presets().get(slug)
+    return mech.name if mech is not None else slug
 
 
 def _model_hw(sc: Scenario) -> tuple[float, str]:

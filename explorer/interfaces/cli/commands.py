@@ -123,7 +123,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     for o in rec.ranking[:10]:
         print(f"  {o.mechanism:<9} D={o.draft_len:<3} {o.speedup:6.3f}×"
               f"  AL {o.acceptance_length:.2f}{'*' if o.acceptance_model_extended else ' '}"
-              f"  draft {o.draft_overhead_fraction:.0%}  {o.training}")
+              f"  draft {o.draft_overhead_fraction:.0%}  {o.acceptance_evidence}; {o.availability}")
     for slug, why in rec.unavailable.items():
         print(f"  {slug:<9} unavailable: {why}")
     if any(o.acceptance_model_extended for o in rec.ranking[:10]):

@@ -1,0 +1,26 @@
+"""AppTest: the page words unavailable mechanisms for the page (no CLI flags) and lists them
+with their reasons."""
+
+from __future__ import annotations
+
+from tests.support.apptest import run_app
+
+
+def page_text(at) -> str:  # type: ignore[no-untyped-def]
+    parts = [w.value for kind in ("warning", "error", "info", "success", "caption", "markdown")
+             for w in getattr(at, kind)]
+    return "\n".join(str(p) for p in parts).replace("\\", "")  # markdown escapes
+
+
+def test_external_for_deepseek_is_explained_without_a_cli_flag():
+    at = run_app(m="deepseek-v3", mech="external", tp="8")
+    text = page_text(at)
+    assert "tokenizer" in text and "--draft-model" not in text and "pick one" not in text
+    assert "External draft model: unavailable, not ranked" in text
+
+
+def test_mtp_on_llama_is_a_flagged_hypothetical_and_not_ranked():
+    at = run_app(mech="mtp")
+    warnings = " ".join(w.value for w in at.warning)
+    assert "is unavailable for this target" in warnings and "ships no MTP layers" in warnings
+    assert "MTP head (native multi-token prediction): unavailable, not ranked" in page_text(at)
