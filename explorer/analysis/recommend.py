@@ -43,6 +43,8 @@ class Recommendation(BaseModel):
     guidelines: list[Guideline]
     explanation: str
     unavailable: dict[str, str]
+    max_fitting_batch: int | None = None  # nothing fits: the largest B the fastest option fits
+    fit_hints: list[str] = []  # nothing fits: what would (FP8 KV cache, FP8 weights, more TP)
 
 
 def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recommendation:
@@ -60,8 +62,8 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             ds = np.arange(1, m.r.mechanism.max_draft_len + 1)
             g = m.grid(cand.batch, ds)
             al = m.acceptance(ds)
-            base_mem = float(scenario_model(cand.model_copy(update={"draft_len": 0})).memory_bytes(
-                cand.batch, cand.context, m.r.group).reshape(-1)[0])
+            extra_mem = float(np.ravel(m.draft_memory_bytes(cand.batch, cand.context,
+                                                            m.r.group))[0])
         except ScenarioError as exc:
             unavailable[slug] = exc.message
             continue
@@ -78,7 +80,7 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
                 t_draft_s=float(g.t_draft_s[i]),
                 draft_overhead_fraction=float(g.t_draft_s[i]) / step,
                 training=mech.training,
-                extra_memory_bytes=max(0.0, float(g.memory_bytes[i]) - base_mem),
+                extra_memory_bytes=extra_mem,
                 extra_memory=mech.extra_memory, fits_in_memory=bool(g.fits_in_memory[i]),
                 acceptance_source=g.al_provenance,
                 acceptance_model_extended=bool(g.al_extrapolated[i]),
@@ -88,8 +90,11 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
     ranking.sort(key=lambda o: (not o.fits_in_memory, -o.speedup, o.draft_len))
     best = ranking[0] if ranking and ranking[0].fits_in_memory else None
     guide = guidelines(scenario)
+    max_batch: int | None = None
+    hints: list[str] = []
     if best is None:
-        explanation = "No mechanism fits in memory at this operating point."
+        max_batch, hints = fit_hints(scenario, ranking[0].mechanism if ranking else None)
+        explanation = "No mechanism fits in memory at this operating point. " + " ".join(hints)
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=None,
                        text=explanation, applies=True)
     else:
@@ -112,4 +117,75 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup",
                        value=best.speedup, text=explanation, applies=True)
     return Recommendation(best=best, ranking=ranking, guidelines=[*guide, g5],
-                          explanation=explanation, unavailable=unavailable)
+                          explanation=explanation, unavailable=unavailable,
+                          max_fitting_batch=max_batch, fit_hints=hints)
+
+
+# What else would make the point fit, in the order an architect would try them.
+FIT_ALTERNATIVES: tuple[tuple[str, dict[str, object]], ...] = (
+    ("an FP8 KV cache", {"kv_dtype": "fp8"}),
+    ("FP8 weights", {"dtype": "fp8"}),
+)
+
+
+def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[str]]:
+    """When nothing fits: the largest B at which the fastest option (`slug`) and plain decoding
+    fit, and which of an FP8 KV cache, FP8 weights or more TP would fit at this B."""
+    cand = candidate(scenario, slug or scenario.mechanism)
+    try:
+        m = scenario_model(cand)
+    except ScenarioError:
+        return None, []
+    hbm = m.r.hardware.hbm_bytes
+    b = np.arange(1, cand.batch + 1, dtype=np.float64)
+    total = m.memory_bytes(b, cand.context, m.r.group)
+    plain = total - m.draft_memory_bytes(b, cand.context, m.r.group)
+    need = float(total[-1])
+    fits, plain_fits = np.nonzero(total <= hbm)[0], np.nonzero(plain <= hbm)[0]
+    name = m.r.mechanism.name
+    hints = [f"At B={cand.batch}, S={cand.context} {name} needs {need / 1e9:,.0f} GB per GPU of "
+             f"{hbm / 1e9:,.0f}."]
+    max_batch = int(b[fits[-1]]) if fits.size else None
+    if max_batch is not None:
+        hints.append(f"The largest batch that fits with {name} is B={max_batch}"
+                     + (f" (plain decoding: B={int(b[plain_fits[-1]])})." if plain_fits.size
+                        else "."))
+    else:
+        hints.append(f"No batch fits with {name} at this context"
+                     + (f"; plain decoding fits up to B={int(b[plain_fits[-1]])}."
+                        if plain_fits.size else ", nor does plain decoding."))
+    alternatives = [(label, upd) for label, upd in FIT_ALTERNATIVES
+                    if any(getattr(cand, k) != v for k, v in upd.items())]
+    tp = cand.tp
+    while tp * 2 <= m.r.model.q_heads and len(alternatives) < len(FIT_ALTERNATIVES) + 3:
+        tp *= 2
+        alternatives.append((f"TP={tp}", {"tp": tp}))
+    would: list[str] = []
+    for label, upd in alternatives:
+        try:
+            alt = scenario_model(cand.model_copy(update=upd))
+        except ScenarioError:
+            continue
+        mem = float(np.ravel(alt.memory_bytes(cand.batch, cand.context, alt.r.group))[0])
+        if mem <= hbm:
+            would.append(f"{label} ({mem / 1e9:,.0f} GB)")
+            if label.startswith("TP="):
+                break  # the smallest TP that fits is the one to name
+    if not would:  # one change is not enough: an FP8 KV cache with more TP
+        tp = cand.tp
+        while tp * 2 <= m.r.model.q_heads and not would:
+            tp *= 2
+            upd = {"kv_dtype": "fp8", "tp": tp}
+            try:
+                alt = scenario_model(cand.model_copy(update=upd))
+            except ScenarioError:
+                break
+            mem = float(np.ravel(alt.memory_bytes(cand.batch, cand.context, alt.r.group))[0])
+            if mem <= hbm:
+                would.append(f"an FP8 KV cache and TP={tp} ({mem / 1e9:,.0f} GB)")
+    if would:
+        hints.append(f"It would fit at B={cand.batch} with " + " or ".join(would) + ".")
+    else:
+        hints.append(f"Neither an FP8 KV cache, FP8 weights nor TP up to {tp} makes B="
+                     f"{cand.batch} fit: lower B or S.")
+    return max_batch, hints

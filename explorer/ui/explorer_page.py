@@ -130,7 +130,8 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     if best is not None:
         st.success(f"**Recommendation:** {rec.explanation}", icon=":material/check_circle:")
     else:
-        st.error(rec.explanation)
+        st.error("**No mechanism fits in memory at this operating point.**\n\n"
+                 + "\n".join(f"- {md_text(h)}" for h in rec.fit_hints))
     bd = v["best"]
     be, max_b = bd.break_even_batch, bd.max_batch_in_memory
     st.markdown(

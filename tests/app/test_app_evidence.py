@@ -24,3 +24,10 @@ def test_mtp_on_llama_is_a_flagged_hypothetical_and_not_ranked():
     warnings = " ".join(w.value for w in at.warning)
     assert "is unavailable for this target" in warnings and "ships no MTP layers" in warnings
     assert "MTP head (native multi-token prediction): unavailable, not ranked" in page_text(at)
+
+
+def test_nothing_fits_names_the_largest_batch_and_what_would_fit():
+    at = run_app(ctx="32768", b="64")
+    errors = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "No mechanism fits in memory" in errors
+    assert "largest batch that fits" in errors and "B=11" in errors and "TP=8" in errors

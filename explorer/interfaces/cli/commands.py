@@ -114,6 +114,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             "guidelines": [g.model_dump() for g in rec.guidelines],
             "explanation": rec.explanation,
             "unavailable": rec.unavailable,
+            "max_fitting_batch": rec.max_fitting_batch,
+            "fit_hints": rec.fit_hints,
         })
         return 0
     for g in rec.guidelines:
