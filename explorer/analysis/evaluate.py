@@ -45,6 +45,9 @@ class Evaluation(BaseModel):
     mechanism_available: bool = True  # False: a hypothetical (MTP on a target without MTP layers)
     availability: str = ""  # what exists for the target, or why the mechanism does not
     acceptance_evidence: str = ""  # measured, same model, same family, other family, none, user
+    # speedup = AL × verify_cost_factor × draft_cost_factor (see recommend.RankedOption)
+    verify_cost_factor: float = 1.0
+    draft_cost_factor: float = 1.0
 
 
 def _scalar(x: npt.ArrayLike) -> float | None:
@@ -106,4 +109,6 @@ def evaluate(scenario: Scenario) -> Evaluation:
         mechanism_available=av.available,
         availability=av.text,
         acceptance_evidence=m.acceptance(scenario.draft_len).evidence,
+        verify_cost_factor=float(np.ravel(g.t_verif_base_s / g.t_verif_spec_s)[0]),
+        draft_cost_factor=float(np.ravel(g.t_verif_spec_s / (g.t_verif_spec_s + g.t_draft_s))[0]),
     )

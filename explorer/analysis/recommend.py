@@ -31,6 +31,10 @@ class RankedOption(BaseModel):
     acceptance_source: str
     acceptance_model_extended: bool = False  # AL from an acceptance model past the evidence
     acceptance_evidence: str = ""  # measured, same model, same family, other family, none, user
+    # speedup = AL × verify_cost_factor × draft_cost_factor:
+    verify_cost_factor: float = 1.0  # T_verif(B) / T_verif(B(1+D)): what verifying 1+D costs
+    draft_cost_factor: float = 1.0  # T_verif(B(1+D)) / (T_verif(B(1+D)) + T_draft)
+    limiting_term: str = ""  # the factor that costs most: "verify cost" or "draft cost"
     availability: str = ""  # published, to be trained, ships with the target, …
     availability_detail: str = ""  # the checkpoint and its source, or the training it needs
 
@@ -74,6 +78,8 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
         mech = m.r.mechanism
         for i in np.nonzero(ok)[0]:
             step = float(g.t_verif_spec_s[i] + g.t_draft_s[i])
+            verify_f = float(g.t_verif_base_s[i] / g.t_verif_spec_s[i])
+            draft_f = float(g.t_verif_spec_s[i]) / step
             ranking.append(RankedOption(
                 mechanism=slug, mechanism_name=mech.name, draft_len=int(ds[i]),
                 speedup=float(g.speedup[i]), acceptance_length=float(g.acceptance_length[i]),
@@ -85,6 +91,8 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
                 acceptance_source=g.al_provenance,
                 acceptance_model_extended=bool(g.al_extrapolated[i]),
                 acceptance_evidence=al.evidence, availability=av.status,
+                verify_cost_factor=verify_f, draft_cost_factor=draft_f,
+                limiting_term="verify cost" if verify_f < draft_f else "draft cost",
                 availability_detail=av.text,
             ))
     ranking.sort(key=lambda o: (not o.fits_in_memory, -o.speedup, o.draft_len))

@@ -211,12 +211,28 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                  "AL evidence": o.acceptance_evidence,
                  "drafter": o.availability,
                  "T_draft (ms)": round(o.t_draft_s * 1e3, 3),
+                 "AL gain ×": round(o.acceptance_length, 3),
+                 "verify-cost ×": round(o.verify_cost_factor, 3),
+                 "draft-cost ×": round(o.draft_cost_factor, 3),
+                 "costs most": o.limiting_term,
                  "draft share of step": f"{o.draft_overhead_fraction:.0%}",
                  "training": o.training,
                  "extra memory (GB/GPU)": round(o.extra_memory_bytes / 1e9, 2),
                  "fits": o.fits_in_memory} for o in _best_per_mechanism(rec)]
         st.dataframe(pd.DataFrame(rows), hide_index=True)
-        for o in _best_per_mechanism(rec):
+        best_each = _best_per_mechanism(rec)
+        if best_each:
+            st.plotly_chart(_keep(figs, "speedup_split", figures.speedup_split_figure(
+                [o.mechanism_name for o in best_each], [o.acceptance_length for o in best_each],
+                [o.verify_cost_factor for o in best_each],
+                [o.draft_cost_factor for o in best_each])), width="stretch", key="fig_split")
+            st.caption("speedup = AL × T_verif(B)/T_verif(B·(1+D)) × T_verif(B·(1+D)) / "
+                       "(T_verif(B·(1+D)) + T_draft): the AL gain, what verifying 1+D tokens "
+                       "per sequence costs, and what drafting costs. "
+                       + " ".join(f"{md_text(o.mechanism_name)}: {o.limiting_term} costs most "
+                                  f"(×{min(o.verify_cost_factor, o.draft_cost_factor):.2f})."
+                                  for o in best_each))
+        for o in best_each:
             st.caption(f"**{md_text(o.mechanism_name)}** — {md_text(o.availability_detail)}")
         for slug, why in rec.unavailable.items():
             st.caption(f"**{md_text(_mechanism_name(slug))}: unavailable, not ranked** — "
