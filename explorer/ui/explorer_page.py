@@ -129,6 +129,7 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     best = rec.best
     if best is not None:
         st.success(f"**Recommendation:** {rec.explanation}", icon=":material/check_circle:")
+        _apply_button(values, best.mechanism, best.draft_len, best.mechanism_name)
     else:
         st.error("**No mechanism fits in memory at this operating point.**\n\n"
                  + "\n".join(f"- {md_text(h)}" for h in rec.fit_hints))
@@ -246,6 +247,33 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                    "tiles of 128 query rows per KV head (the article's kernels).")
     with tabs[8]:
         export_panel.render(sc, figs)
+
+
+APPLY_KEY = "apply_recommendation"
+
+
+def apply_recommendation(values: dict[str, Any], mechanism: str, draft_len: int) -> None:
+    """Set the sidebar to the recommended mechanism and D (an on_click callback: it runs before
+    the widgets of the next run exist, so they — and the URL they are bound to — take it).
+
+    Another mechanism is ranked on its own prior AL and native ρ (analysis.candidate), so those
+    follow it; a tree width W below the new 1+D goes back to the chain."""
+    state: dict[str, Any] = {"mech": mechanism, "d": draft_len}
+    if mechanism != values.get("mech"):
+        state.update({"acc": "prior", "curve": "", "rho": 0.0})
+    w = values.get("w") or 0
+    if w and w < 1 + draft_len:
+        state["w"] = 0
+    st.session_state.update(state)
+
+
+def _apply_button(values: dict[str, Any], mechanism: str, draft_len: int, name: str) -> None:
+    if values.get("mech") == mechanism and values.get("d") == draft_len:
+        st.caption("The sidebar is at the recommendation.")
+        return
+    st.button(f"Apply: {name}, D = {draft_len}", key=APPLY_KEY, icon=":material/done_all:",
+              on_click=apply_recommendation, args=(values, mechanism, draft_len),
+              help="Sets the sidebar (and the link) to the recommended mechanism and D.")
 
 
 def _slo_text(point: OperatingPoint | None, with_draft_len: bool) -> str:

@@ -31,3 +31,17 @@ def test_nothing_fits_names_the_largest_batch_and_what_would_fit():
     errors = " ".join(e.value for e in at.error).replace("\\", "")
     assert "No mechanism fits in memory" in errors
     assert "largest batch that fits" in errors and "B=11" in errors and "TP=8" in errors
+
+
+def test_apply_sets_the_sidebar_to_the_recommendation_and_the_metrics_follow():
+    from explorer import Scenario, recommend
+
+    best = recommend(Scenario()).best
+    assert best is not None and (best.mechanism, best.draft_len) != ("eagle3", 3)
+    at = run_app()
+    at.button(key="apply_recommendation").click().run()
+    assert not at.exception
+    assert at.session_state["mech"] == best.mechanism and at.session_state["d"] == best.draft_len
+    speedup = next(m.value for m in at.metric if m.label == "Speedup")
+    assert speedup == f"{best.speedup:.2f}×"
+    assert any("The sidebar is at the recommendation" in c.value for c in at.caption)
