@@ -9,6 +9,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from explorer.analysis.availability import availability
+from explorer.analysis.uncertainty import TIMING_NOTE, speedup_interval
 from explorer.model.grid import ScenarioModel, scenario_model
 from explorer.model.layers import COMPONENTS, Breakdown
 from explorer.specs.scenario import Scenario
@@ -48,6 +49,13 @@ class Evaluation(BaseModel):
     # speedup = AL × verify_cost_factor × draft_cost_factor (see recommend.RankedOption)
     verify_cost_factor: float = 1.0
     draft_cost_factor: float = 1.0
+    # 80 % interval from the AL source's draws (equal to the value where it has no spread)
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    acceptance_length_low: float | None = None
+    acceptance_length_high: float | None = None
+    acceptance_uncertainty: str = ""  # what the interval varies (or why there is none)
+    acceptance_temperature: str = ""  # greedy / sampled, where the AL source says
 
 
 def _scalar(x: npt.ArrayLike) -> float | None:
@@ -78,6 +86,9 @@ def evaluate(scenario: Scenario) -> Evaluation:
     m = scenario_model(scenario)
     g = m.grid(scenario.batch, scenario.draft_len, with_breakdowns=True)
     av = availability(scenario)
+    al = m.acceptance(scenario.draft_len)
+    s_lo, s_hi = speedup_interval(g, al)
+    a_lo, a_hi = al.interval()
     return Evaluation(
         speedup=_scalar(g.speedup),
         acceptance_length=_scalar(g.acceptance_length),
@@ -108,7 +119,11 @@ def evaluate(scenario: Scenario) -> Evaluation:
         sources=sources_of(m, g.al_provenance),
         mechanism_available=av.available,
         availability=av.text,
-        acceptance_evidence=m.acceptance(scenario.draft_len).evidence,
+        acceptance_evidence=al.evidence,
+        speedup_low=_scalar(s_lo), speedup_high=_scalar(s_hi),
+        acceptance_length_low=_scalar(a_lo), acceptance_length_high=_scalar(a_hi),
+        acceptance_uncertainty=f"{al.uncertainty}; {TIMING_NOTE}",
+        acceptance_temperature=al.temperature,
         verify_cost_factor=float(np.ravel(g.t_verif_base_s / g.t_verif_spec_s)[0]),
         draft_cost_factor=float(np.ravel(g.t_verif_spec_s / (g.t_verif_spec_s + g.t_draft_s))[0]),
     )

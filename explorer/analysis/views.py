@@ -160,6 +160,12 @@ class ALSeries:
             return self.data.source_text
         return self.data.provenance
 
+    def interval(self) -> tuple[FloatArray, FloatArray] | None:
+        """The 80 % band of a model result with spread (a measured curve: none)."""
+        if isinstance(self.data, AcceptanceCurve) or self.data.draw_table is None:
+            return None
+        return self.data.interval()
+
     @property
     def model_extended(self) -> npt.NDArray[np.bool_]:
         """Points an acceptance model gives past the evidence (a measured curve: none)."""

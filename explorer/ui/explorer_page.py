@@ -99,8 +99,11 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     v = _views(js)
 
     c = st.columns(5)
-    c[0].metric("Speedup", _fmt(ev.speedup, ".2f", "×"),
-                help="T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft)")
+    band = (f"80%: {_fmt(ev.speedup_low)}–{_fmt(ev.speedup_high)}×"
+            if ev.speedup is not None else None)
+    c[0].metric("Speedup", _fmt(ev.speedup, ".2f", "×"), delta=band, delta_color="off",
+                help="T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft). Interval: "
+                + md_text(ev.acceptance_uncertainty))
     c[1].metric("Acceptance length", _fmt(ev.acceptance_length),
                 delta="model-extended" if ev.acceptance_extrapolated else None,
                 delta_color="off",
@@ -207,6 +210,8 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         st.caption(f"Attention is {ev.attention_fraction:.0%} of T_verif without speculation.")
     with tabs[6]:
         rows = [{"mechanism": o.mechanism_name, "D": o.draft_len, "speedup ×": round(o.speedup, 3),
+                 "80% band": f"{_fmt(o.speedup_low)}–{_fmt(o.speedup_high)}",
+                 "wins in (draws)": f"{o.win_share:.0%}",
                  "AL": round(o.acceptance_length, 2),
                  "AL model-extended": o.acceptance_model_extended,
                  "AL evidence": o.acceptance_evidence,
@@ -222,6 +227,9 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                  "fits": o.fits_in_memory} for o in _best_per_mechanism(rec)]
         st.dataframe(pd.DataFrame(rows), hide_index=True)
         best_each = _best_per_mechanism(rec)
+        if rec.ranking:
+            st.plotly_chart(_keep(figs, "speedup_bands", figures.speedup_band_figure(
+                _band_series(rec), sc.batch)), width="stretch", key="fig_bands")
         if best_each:
             st.plotly_chart(_keep(figs, "speedup_split", figures.speedup_split_figure(
                 [o.mechanism_name for o in best_each], [o.acceptance_length for o in best_each],
@@ -298,6 +306,21 @@ def _best_per_mechanism(rec: Recommendation) -> list[Any]:
     for o in rec.ranking:
         seen.setdefault(o.mechanism, o)
     return list(seen.values())
+
+
+def _band_series(rec: Recommendation) -> list[Any]:
+    """Per ranked mechanism: D, speedup and its 80 % band, in D order."""
+    by_mech: dict[str, list[Any]] = {}
+    for o in rec.ranking:
+        by_mech.setdefault(o.mechanism, []).append(o)
+    out = []
+    for slug, opts in by_mech.items():
+        opts.sort(key=lambda o: o.draft_len)
+        out.append((slug, opts[0].mechanism_name, [o.draft_len for o in opts],
+                    [o.speedup for o in opts],
+                    [o.speedup_low if o.speedup_low is not None else o.speedup for o in opts],
+                    [o.speedup_high if o.speedup_high is not None else o.speedup for o in opts]))
+    return out
 
 
 def _mechanism_name(slug: str) -> str:

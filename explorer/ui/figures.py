@@ -208,6 +208,9 @@ def al_figure(curves: list[ALSeries], selected: str) -> go.Figure:
                  + plotly_text(c.provenance[:160].replace("%", "%%"))
                  + "<extra>" + plotly_text(c.label[:40]) + "</extra>")
         name = plotly_text(c.label[:60])
+        band = c.interval() if c.mechanism == selected else None
+        if band is not None and np.any(band[1] > band[0]):
+            _add_band(fig, x, band, color, name, visible)
         fig.add_trace(go.Scatter(
             x=x, y=np.where(extended, np.nan, y).astype(np.float32),
             mode="lines" if is_prior else "lines+markers", name=name, legendgroup=name,
@@ -229,6 +232,45 @@ def al_figure(curves: list[ALSeries], selected: str) -> go.Figure:
                       "dashed: model-extended; markers: published curves)",
                       xaxis={"title": "draft length D"},
                       yaxis={"title": "AL (tokens per target step)", "range": [1, 9]}, **_LAYOUT)
+    return fig
+
+
+def _add_band(fig: go.Figure, x: np.ndarray, band: tuple[np.ndarray, np.ndarray], color: str,
+              group: str, visible: bool | str) -> None:
+    """An 80 % band as one closed polygon (high forwards, low backwards; gaps where NaN)."""
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in band)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    xs, lo, hi = np.asarray(x, dtype=np.float64)[ok], lo[ok], hi[ok]
+    fig.add_trace(go.Scatter(
+        x=_f32(np.concatenate([xs, xs[::-1]])), y=_f32(np.concatenate([hi, lo[::-1]])),
+        fill="toself", fillcolor=color, opacity=0.18, line={"width": 0}, mode="lines",
+        name=f"{group} — 80% band", legendgroup=group, showlegend=False, visible=visible,
+        hoverinfo="skip"))
+
+
+def speedup_band_figure(series: list[tuple[str, str, list[int], list[float], list[float],
+                                           list[float]]], batch: int) -> go.Figure:
+    """Speedup vs D at this B per available mechanism, with its 80 % band from the AL draws.
+    `series`: (slug, name, D, speedup, low, high)."""
+    fig = go.Figure()
+    for slug, name, d, sp, lo, hi in series:
+        color = MECH_COLORS.get(slug, "#888")
+        x = np.asarray(d, dtype=np.float64)
+        label = plotly_text(name[:60])
+        _add_band(fig, x, (np.asarray(lo), np.asarray(hi)), color, label, True)
+        fig.add_trace(go.Scatter(
+            x=_f32(x), y=_f32(np.asarray(sp)), mode="lines+markers", name=label,
+            legendgroup=label, line={"color": color},
+            customdata=np.stack([np.asarray(lo), np.asarray(hi)], axis=-1).astype(np.float32),
+            hovertemplate="D=%{x}<br>speedup %{y:.2f}× [%{customdata[0]:.2f}–"
+            "%{customdata[1]:.2f}]<extra>" + label + "</extra>"))
+    _add_lines(fig, [({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": 1,
+                       "y1": 1, "line": {"dash": "dot", "color": "gray", "width": 1}},
+                      {"x": 0, "y": 1, "xref": "paper", "yref": "y", "showarrow": False,
+                       "text": "no speculation", "yanchor": "bottom", "xanchor": "left",
+                       "font": {"size": 9}})])
+    fig.update_layout(title=f"Speedup vs D at B={batch} with 80% bands (AL uncertainty)",
+                      xaxis={"title": "draft length D"}, yaxis={"title": "speedup ×"}, **_LAYOUT)
     return fig
 
 

@@ -45,3 +45,14 @@ def test_apply_sets_the_sidebar_to_the_recommendation_and_the_metrics_follow():
     speedup = next(m.value for m in at.metric if m.label == "Speedup")
     assert speedup == f"{best.speedup:.2f}×"
     assert any("The sidebar is at the recommendation" in c.value for c in at.caption)
+
+
+def test_the_headline_speedup_shows_its_interval():
+    from explorer import Scenario, evaluate
+
+    ev = evaluate(Scenario())
+    at = run_app()
+    box = next(m for m in at.metric if m.label == "Speedup")
+    assert box.value == f"{ev.speedup:.2f}×"
+    assert box.delta == f"80%: {ev.speedup_low:.2f}–{ev.speedup_high:.2f}×"
+    assert any("How sure:" in s.value for s in at.success)

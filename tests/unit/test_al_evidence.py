@@ -77,10 +77,12 @@ def test_the_al_chart_draws_the_model_extended_part_dashed():
     series = al_curves(Scenario(acceptance=Acceptance(kind="curve", curve=curve)))
     fig = figures.al_figure(series, "eagle3")
     mine = [t for t in fig.data if t.legendgroup and "this scenario" in t.legendgroup]
-    solid, dashed = mine
+    band, solid, dashed = mine  # the 80 % band of the model-extended part, then the line
+    assert band.fill == "toself" and "80% band" in band.name
     assert solid.line.dash is None and dashed.line.dash == "dash"
     ys, yd = np.asarray(solid.y, dtype=float), np.asarray(dashed.y, dtype=float)
     assert np.isfinite(ys[[0, 7]]).all() and np.isnan(ys[[1, 8, 12]]).all()  # data at D=0, 7
     assert np.isfinite(yd[8:]).all() and yd[12] == pytest.approx(2.994, abs=0.005)
     prior = [t for t in fig.data if t.legendgroup == "EAGLE-3 head (prior)"]
-    assert len(prior) == 2 and np.isnan(np.asarray(prior[0].y, dtype=float)[11:]).all()
+    assert len(prior) == 3 and prior[0].fill == "toself"  # band, within evidence, extended
+    assert np.isnan(np.asarray(prior[1].y, dtype=float)[11:]).all()

@@ -87,8 +87,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(ev.model_dump())
         return 0
-    print(f"speedup            {fmt(ev.speedup)}×"
-          f"  (launch-bound ≈ {fmt(ev.speedup_launch_bound)}×)")
+    print(f"speedup            {fmt(ev.speedup)}×  [80%: {fmt(ev.speedup_low)}–"
+          f"{fmt(ev.speedup_high)}]  (launch-bound ≈ {fmt(ev.speedup_launch_bound)}×)")
     extended = " (model-extended)" if ev.acceptance_extrapolated else ""
     print(f"acceptance length  {fmt(ev.acceptance_length)}{extended}  [{ev.acceptance_source}]")
     print(f"T_verif base/spec  {ev.t_verif_base_s * 1e3:.3f} / {ev.t_verif_spec_s * 1e3:.3f} ms")
@@ -116,6 +116,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             "unavailable": rec.unavailable,
             "max_fitting_batch": rec.max_fitting_batch,
             "fit_hints": rec.fit_hints,
+            "confidence": rec.confidence,
+            "confidence_text": rec.confidence_text,
         })
         return 0
     for g in rec.guidelines:
@@ -123,7 +125,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     print()
     print(rec.explanation)
     for o in rec.ranking[:10]:
-        print(f"  {o.mechanism:<9} D={o.draft_len:<3} {o.speedup:6.3f}×"
+        band = f"[{fmt(o.speedup_low)}–{fmt(o.speedup_high)}]"
+        print(f"  {o.mechanism:<9} D={o.draft_len:<3} {o.speedup:6.3f}× {band:<15}"
               f"  AL {o.acceptance_length:.2f}{'*' if o.acceptance_model_extended else ' '}"
               f"  draft {o.draft_overhead_fraction:.0%}  {o.acceptance_evidence}; {o.availability}")
     for slug, why in rec.unavailable.items():
