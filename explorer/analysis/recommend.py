@@ -36,6 +36,7 @@ class RankedOption(BaseModel):
     acceptance_source: str
     acceptance_model_extended: bool = False  # AL from an acceptance model past the evidence
     acceptance_evidence: str = ""  # measured, same model, same family, other family, none, user
+    acceptance_temperature: str = ""  # greedy / sampled decoding of the evidence, where known
     # speedup = AL × verify_cost_factor × draft_cost_factor:
     verify_cost_factor: float = 1.0  # T_verif(B) / T_verif(B(1+D)): what verifying 1+D costs
     draft_cost_factor: float = 1.0  # T_verif(B(1+D)) / (T_verif(B(1+D)) + T_draft)
@@ -108,7 +109,8 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
                 extra_memory=mech.extra_memory, fits_in_memory=bool(g.fits_in_memory[i]),
                 acceptance_source=g.al_provenance,
                 acceptance_model_extended=bool(g.al_extrapolated[i]),
-                acceptance_evidence=al.evidence, availability=av.status,
+                acceptance_evidence=al.evidence, acceptance_temperature=al.temperature,
+                availability=av.status,
                 verify_cost_factor=verify_f, draft_cost_factor=draft_f,
                 limiting_term="verify cost" if verify_f < draft_f else "draft cost",
                 speedup_low=float(lo[i]), speedup_high=float(hi[i]),

@@ -108,7 +108,8 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                 delta="model-extended" if ev.acceptance_extrapolated else None,
                 delta_color="off",
                 help="tokens per target step, bonus included. Source: "
-                + md_text(ev.acceptance_source))
+                + md_text(ev.acceptance_source) + ". Decoding: "
+                + md_text(ev.acceptance_temperature or "not stated"))
     c[2].metric("Tokens/s per user", _fmt(ev.tokens_per_s_per_user, ",.1f"),
                 delta=f"{ev.baseline_tokens_per_s_per_user:,.1f} without spec", delta_color="off")
     c[3].metric("Tokens/s per GPU", _fmt(ev.tokens_per_s_per_gpu, ",.0f"),
@@ -248,6 +249,9 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                        f"{md_text(why)}")
     with tabs[7]:
         st.markdown("Where each number comes from:")
+        st.markdown(f"- **AL evidence**: {md_text(ev.acceptance_evidence)}; decoding "
+                    f"(temperature): {md_text(ev.acceptance_temperature or 'not stated')}; "
+                    f"interval: {md_text(ev.acceptance_uncertainty)}")
         for k, text in ev.sources.items():
             st.markdown(f"- **{k}**: {md_text(text)}" if text else f"- **{k}**: —")
         st.caption("Fixed modelling assumptions: 9 kernels per layer; 2 all-reduces per layer "

@@ -89,3 +89,23 @@ def test_each_prior_says_how_close_its_evidence_is():
     assert al8 == pytest.approx(2.74, abs=0.05) and al70 == pytest.approx(4.00, abs=0.05)
     ext = prior_al(mechs["external"], np.arange(0, 4), models["llama-3.1-70b"])
     assert "ASSUMPTION" in ext.provenance and "any draft size" in ext.provenance
+
+
+def test_temperature_is_a_property_of_the_al_source():
+    models, mechs = model_presets(), mechanism_presets()
+    ev = evidence_for(mechs["eagle3"], models["llama-3.1-70b"])
+    # nebius KL and LK heads measured at T=0 and T=1 on the same datasets and D=7:
+    # (4.78 − 1)/(4.5 − 1) and (4.81 − 1)/(4.66 − 1), mean 1.0605
+    assert ev.temperature_split is not None
+    pairs, ratio = ev.temperature_split
+    assert pairs == 2 and ratio == pytest.approx(((3.78 / 3.5) + (3.81 / 3.66)) / 2)
+    assert "greedy accepts +6% drafted tokens" in ev.temperatures
+    assert evidence_for(mechs["eagle3"], models["llama-3.1-8b"]).temperatures == "greedy (T=0): 40"
+    assert evidence_for(mechs["eagle3"], models["llama-3.1-8b"]).temperature_split is None
+    from explorer.model.acceptance_source import curve_al
+    from explorer.presets import sample_curves
+
+    greedy = curve_al(sample_curves()["eagle3/Llama-3.1-8B-Instruct/gsm8k"], 3, block=False)
+    assert greedy.temperature == "greedy (T=0)"
+    ev_json = evaluate(Scenario())
+    assert ev_json.acceptance_temperature.startswith("sampled (T=1): 11, greedy (T=0): 2")
