@@ -6,6 +6,7 @@ import csv
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
@@ -81,6 +82,11 @@ def model_presets() -> dict[str, ModelSpec]:
             "active_params_b": _num(r["active_params_b"]),
             "source": r["source"],
             "assumptions": r.get("assumptions", ""),
+            "family": r.get("family", ""),
+            "tokenizer": r.get("tokenizer", ""),
+            "mtp_layers": _int(r.get("mtp_layers", "")) or 0,
+            "mtp_params_b": _num(r.get("mtp_params_b", "")),
+            "speculation_source": r.get("speculation_source", ""),
         }
         for key in (
             "layers", "hidden", "q_heads", "kv_heads", "head_dim", "ffn_intermediate",
@@ -118,6 +124,7 @@ def mechanism_presets() -> dict[str, MechanismSpec]:
             decay=float(r["decay"]),
             prior_source=r["prior_source"],
             training=r["training"],
+            training_source=r.get("training_source", ""),
             extra_memory=r["extra_memory"],
             source=r["source"],
             assumptions=r.get("assumptions", ""),
@@ -167,6 +174,62 @@ def sample_curves() -> dict[str, AcceptanceCurve]:
             ),
         )
     return out
+
+
+@dataclass(frozen=True)
+class PublishedPoint:
+    """One published AL(D) of data/al_curves.csv, with the preset its model is (`target`, blank
+    when none is) and its model family, for choosing the evidence closest to a target."""
+
+    mechanism: str
+    model: str
+    drafter: str
+    dataset: str
+    draft_len: int
+    acceptance_length: float
+    temperature: float | None  # None: not stated
+    source: str
+    primary: bool  # False for secondary transcriptions (approx / source say SECONDARY)
+    target: str
+    family: str
+
+
+@lru_cache(maxsize=1)
+def published_al_points() -> tuple[PublishedPoint, ...]:
+    out = []
+    for r in _rows("al_curves.csv"):
+        secondary = "secondary" in r["approx"].lower() or "SECONDARY" in r["source"]
+        out.append(PublishedPoint(
+            mechanism=r["mechanism"], model=r["model"], drafter=r["drafter"],
+            dataset=r["dataset"], draft_len=int(float(r["D"])), acceptance_length=float(r["AL"]),
+            temperature=_temperature(r["temperature"]), source=r["source"],
+            primary=not secondary, target=r["target"], family=r["family"],
+        ))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class DraftHead:
+    """A published drafter checkpoint for a target preset (data/draft_heads.csv)."""
+
+    target: str
+    mechanism: str
+    checkpoint: str
+    trained_for: str  # the model it was trained for
+    same_weights: bool  # trained for the preset's model (or a revision of it), not a sibling
+    source: str
+
+
+@lru_cache(maxsize=1)
+def draft_heads() -> dict[tuple[str, str], tuple[DraftHead, ...]]:
+    """Published drafter checkpoints by (target slug, mechanism slug)."""
+    out: dict[tuple[str, str], list[DraftHead]] = {}
+    for r in _rows("draft_heads.csv"):
+        head = DraftHead(target=r["target"], mechanism=r["mechanism"], checkpoint=r["checkpoint"],
+                         trained_for=r["trained_for"], same_weights=r["same_weights"] == "yes",
+                         source=r["source"])
+        out.setdefault((head.target, head.mechanism), []).append(head)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 DEFAULT_DRAFT_MODEL: dict[str, str] = {

@@ -8,6 +8,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from explorer.analysis.availability import availability
+from explorer.analysis.uncertainty import TIMING_NOTE, speedup_interval
 from explorer.model.grid import ScenarioModel, scenario_model
 from explorer.model.layers import COMPONENTS, Breakdown
 from explorer.specs.scenario import Scenario
@@ -41,6 +43,19 @@ class Evaluation(BaseModel):
     verify_width: int
     breakdown: dict[str, dict[str, float]]
     sources: dict[str, str]
+    mechanism_available: bool = True  # False: a hypothetical (MTP on a target without MTP layers)
+    availability: str = ""  # what exists for the target, or why the mechanism does not
+    acceptance_evidence: str = ""  # measured, same model, same family, other family, none, user
+    # speedup = AL × verify_cost_factor × draft_cost_factor (see recommend.RankedOption)
+    verify_cost_factor: float = 1.0
+    draft_cost_factor: float = 1.0
+    # 80 % interval from the AL source's draws (equal to the value where it has no spread)
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    acceptance_length_low: float | None = None
+    acceptance_length_high: float | None = None
+    acceptance_uncertainty: str = ""  # what the interval varies (or why there is none)
+    acceptance_temperature: str = ""  # greedy / sampled, where the AL source says
 
 
 def _scalar(x: npt.ArrayLike) -> float | None:
@@ -71,6 +86,10 @@ def sources_of(model: ScenarioModel, al_source: str) -> dict[str, str]:
 def evaluate(scenario: Scenario) -> Evaluation:
     m = scenario_model(scenario)
     g = m.grid(scenario.batch, scenario.draft_len, with_breakdowns=True)
+    av = availability(scenario)
+    al = m.acceptance(scenario.draft_len)
+    s_lo, s_hi = speedup_interval(g, al)
+    a_lo, a_hi = al.interval()
     return Evaluation(
         speedup=_scalar(g.speedup),
         acceptance_length=_scalar(g.acceptance_length),
@@ -99,4 +118,13 @@ def evaluate(scenario: Scenario) -> Evaluation:
             "draft": _bd(g.draft),
         },
         sources=sources_of(m, g.al_provenance),
+        mechanism_available=av.available,
+        availability=av.text,
+        acceptance_evidence=al.evidence,
+        speedup_low=_scalar(s_lo), speedup_high=_scalar(s_hi),
+        acceptance_length_low=_scalar(a_lo), acceptance_length_high=_scalar(a_hi),
+        acceptance_uncertainty=f"{al.uncertainty}; {TIMING_NOTE}",
+        acceptance_temperature=al.temperature,
+        verify_cost_factor=float(np.ravel(g.t_verif_base_s / g.t_verif_spec_s)[0]),
+        draft_cost_factor=float(np.ravel(g.t_verif_spec_s / (g.t_verif_spec_s + g.t_draft_s))[0]),
     )

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from explorer.analysis.availability import availability
 from explorer.analysis.candidate import candidate
 from explorer.analysis.guidelines import Guideline, guidelines
+from explorer.analysis.uncertainty import speedup_draws
 from explorer.base.errors import ScenarioError
+from explorer.model.acceptance_source import quantiles
 from explorer.model.grid import scenario_model
 from explorer.presets import mechanism_presets
 from explorer.specs.scenario import Scenario
+
+FloatArray = npt.NDArray[np.float64]
 
 
 class RankedOption(BaseModel):
@@ -28,6 +34,22 @@ class RankedOption(BaseModel):
     extra_memory: str
     fits_in_memory: bool
     acceptance_source: str
+    acceptance_model_extended: bool = False  # AL from an acceptance model past the evidence
+    acceptance_evidence: str = ""  # measured, same model, same family, other family, none, user
+    acceptance_temperature: str = ""  # greedy / sampled decoding of the evidence, where known
+    # speedup = AL × verify_cost_factor × draft_cost_factor:
+    verify_cost_factor: float = 1.0  # T_verif(B) / T_verif(B(1+D)): what verifying 1+D costs
+    draft_cost_factor: float = 1.0  # T_verif(B(1+D)) / (T_verif(B(1+D)) + T_draft)
+    limiting_term: str = ""  # the factor that costs most: "verify cost" or "draft cost"
+    # 80 % interval of the speedup from the AL source's draws (seeded), and how often this
+    # option is the fastest fitting one across the draws; `confidence` (the best only): how
+    # often its mechanism wins at any D.
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    win_share: float = 0.0
+    confidence: float | None = None
+    availability: str = ""  # published, to be trained, ships with the target, …
+    availability_detail: str = ""  # the checkpoint and its source, or the training it needs
 
 
 class Recommendation(BaseModel):
@@ -38,45 +60,71 @@ class Recommendation(BaseModel):
     guidelines: list[Guideline]
     explanation: str
     unavailable: dict[str, str]
+    max_fitting_batch: int | None = None  # nothing fits: the largest B the fastest option fits
+    fit_hints: list[str] = []  # nothing fits: what would (FP8 KV cache, FP8 weights, more TP)
+    confidence: float | None = None  # share of draws the best mechanism wins (at any D)
+    confidence_text: str = ""  # how sure, in words, with the options within the band
 
 
 def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recommendation:
     """Rank every enabled mechanism × D at this B and S by predicted speedup."""
     ranking: list[RankedOption] = []
     unavailable: dict[str, str] = {}
+    draws: dict[tuple[str, int], FloatArray] = {}  # (mechanism, D) → speedup draws
     for slug in mechanisms or list(mechanism_presets()):
         cand = candidate(scenario, slug)
+        av = availability(cand, slug)
+        if not av.available:
+            unavailable[slug] = av.text
+            continue
         try:
             m = scenario_model(cand)
             ds = np.arange(1, m.r.mechanism.max_draft_len + 1)
             g = m.grid(cand.batch, ds)
-            base_mem = float(scenario_model(cand.model_copy(update={"draft_len": 0})).memory_bytes(
-                cand.batch, cand.context, m.r.group).reshape(-1)[0])
+            al = m.acceptance(ds)
+            extra_mem = float(np.ravel(m.draft_memory_bytes(cand.batch, cand.context,
+                                                            m.r.group))[0])
         except ScenarioError as exc:
             unavailable[slug] = exc.message
             continue
+        sd = speedup_draws(g, al)  # (draws, D)
+        lo, hi = quantiles(sd)
         ok = np.isfinite(g.speedup)
         if not ok.any():
             unavailable[slug] = f"no acceptance data for D in 1..{ds[-1]}"
             continue
         mech = m.r.mechanism
         for i in np.nonzero(ok)[0]:
+            draws[(slug, int(ds[i]))] = sd[:, i]
             step = float(g.t_verif_spec_s[i] + g.t_draft_s[i])
+            verify_f = float(g.t_verif_base_s[i] / g.t_verif_spec_s[i])
+            draft_f = float(g.t_verif_spec_s[i]) / step
             ranking.append(RankedOption(
                 mechanism=slug, mechanism_name=mech.name, draft_len=int(ds[i]),
                 speedup=float(g.speedup[i]), acceptance_length=float(g.acceptance_length[i]),
                 t_draft_s=float(g.t_draft_s[i]),
                 draft_overhead_fraction=float(g.t_draft_s[i]) / step,
                 training=mech.training,
-                extra_memory_bytes=max(0.0, float(g.memory_bytes[i]) - base_mem),
+                extra_memory_bytes=extra_mem,
                 extra_memory=mech.extra_memory, fits_in_memory=bool(g.fits_in_memory[i]),
                 acceptance_source=g.al_provenance,
+                acceptance_model_extended=bool(g.al_extrapolated[i]),
+                acceptance_evidence=al.evidence, acceptance_temperature=al.temperature,
+                availability=av.status,
+                verify_cost_factor=verify_f, draft_cost_factor=draft_f,
+                limiting_term="verify cost" if verify_f < draft_f else "draft cost",
+                speedup_low=float(lo[i]), speedup_high=float(hi[i]),
+                availability_detail=av.text,
             ))
     ranking.sort(key=lambda o: (not o.fits_in_memory, -o.speedup, o.draft_len))
+    ranking, confidence, sure = _how_sure(ranking, draws)
     best = ranking[0] if ranking and ranking[0].fits_in_memory else None
     guide = guidelines(scenario)
+    max_batch: int | None = None
+    hints: list[str] = []
     if best is None:
-        explanation = "No mechanism fits in memory at this operating point."
+        max_batch, hints = fit_hints(scenario, ranking[0].mechanism if ranking else None)
+        explanation = "No mechanism fits in memory at this operating point. " + " ".join(hints)
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=None,
                        text=explanation, applies=True)
     else:
@@ -85,15 +133,129 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             per_mech.setdefault(o.mechanism, o)
         runners = [o for k, o in per_mech.items() if k != best.mechanism][:2]
         runner_text = "; ".join(
-            f"{o.mechanism_name} D={o.draft_len}: {o.speedup:.2f}×" for o in runners
+            f"{o.mechanism_name} D={o.draft_len}: {o.speedup:.2f}× "
+            f"[{o.speedup_low:.2f}–{o.speedup_high:.2f}]" for o in runners
         )
         verdict = "speculation pays" if best.speedup > 1.0 else "plain decoding is faster"
+        extended = (", model-extended past the published/measured D"
+                    if best.acceptance_model_extended else "")
         explanation = (
             f"{best.mechanism_name} at D={best.draft_len}: {best.speedup:.2f}× "
-            f"(AL {best.acceptance_length:.2f}, draft {best.draft_overhead_fraction:.0%} of the "
-            f"step; training: {best.training}) — {verdict}. Next: {runner_text or 'none'}."
+            f"[{best.speedup_low:.2f}–{best.speedup_high:.2f}] "
+            f"(AL {best.acceptance_length:.2f}{extended}, evidence: {best.acceptance_evidence}; "
+            f"draft {best.draft_overhead_fraction:.0%} of the step; {best.availability}) — "
+            f"{verdict}. Next: {runner_text or 'none'}. {sure}"
         )
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup",
                        value=best.speedup, text=explanation, applies=True)
     return Recommendation(best=best, ranking=ranking, guidelines=[*guide, g5],
-                          explanation=explanation, unavailable=unavailable)
+                          explanation=explanation, unavailable=unavailable,
+                          max_fitting_batch=max_batch, fit_hints=hints,
+                          confidence=confidence if best is not None else None,
+                          confidence_text=sure if best is not None else "")
+
+
+def _how_sure(ranking: list[RankedOption], draws: dict[tuple[str, int], FloatArray]
+              ) -> tuple[list[RankedOption], float | None, str]:
+    """Across the draws (independent per mechanism), how often each fitting option is the
+    fastest, how often the best's mechanism wins, and which options lie within its band."""
+    fitting = [o for o in ranking if o.fits_in_memory]
+    if not fitting:
+        return ranking, None, ""
+    n = max(len(v) for v in draws.values())
+    matrix = np.stack([np.broadcast_to(draws[(o.mechanism, o.draft_len)], (n,))
+                       for o in fitting], axis=1)  # (draws, options)
+    winner = np.argmax(np.where(np.isfinite(matrix), matrix, -np.inf), axis=1)
+    share = np.bincount(winner, minlength=len(fitting)) / n
+    best = fitting[0]
+    mech_of = np.asarray([o.mechanism for o in fitting])
+    confidence = float(np.mean(mech_of[winner] == best.mechanism))
+    shares = {(o.mechanism, o.draft_len): float(s) for o, s in zip(fitting, share, strict=True)}
+    out = []
+    for o in ranking:
+        upd: dict[str, object] = {"win_share": shares.get((o.mechanism, o.draft_len), 0.0)}
+        if o is best:
+            upd["confidence"] = confidence
+        out.append(o.model_copy(update=upd))
+    per_mech: dict[str, RankedOption] = {}
+    for o in fitting:
+        per_mech.setdefault(o.mechanism, o)
+    low = best.speedup_low if best.speedup_low is not None else best.speedup
+    within = [o for k, o in per_mech.items() if k != best.mechanism
+              and (o.speedup_high if o.speedup_high is not None else o.speedup) >= low]
+    text = (f"How sure: {best.mechanism_name} wins in {confidence:.0%} of draws (D={best.draft_len}"
+            f" itself in {shares[(best.mechanism, best.draft_len)]:.0%})")
+    text += ("; within its band: " + ", ".join(f"{o.mechanism_name} D={o.draft_len}"
+                                               for o in within) + "." if within
+             else "; no other mechanism is within its band.")
+    return out, confidence, text
+
+
+# What else would make the point fit, in the order an architect would try them.
+FIT_ALTERNATIVES: tuple[tuple[str, dict[str, object]], ...] = (
+    ("an FP8 KV cache", {"kv_dtype": "fp8"}),
+    ("FP8 weights", {"dtype": "fp8"}),
+)
+
+
+def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[str]]:
+    """When nothing fits: the largest B at which the fastest option (`slug`) and plain decoding
+    fit, and which of an FP8 KV cache, FP8 weights or more TP would fit at this B."""
+    cand = candidate(scenario, slug or scenario.mechanism)
+    try:
+        m = scenario_model(cand)
+    except ScenarioError:
+        return None, []
+    hbm = m.r.hardware.hbm_bytes
+    b = np.arange(1, cand.batch + 1, dtype=np.float64)
+    total = m.memory_bytes(b, cand.context, m.r.group)
+    plain = total - m.draft_memory_bytes(b, cand.context, m.r.group)
+    need = float(total[-1])
+    fits, plain_fits = np.nonzero(total <= hbm)[0], np.nonzero(plain <= hbm)[0]
+    name = m.r.mechanism.name
+    hints = [f"At B={cand.batch}, S={cand.context} {name} needs {need / 1e9:,.0f} GB per GPU of "
+             f"{hbm / 1e9:,.0f}."]
+    max_batch = int(b[fits[-1]]) if fits.size else None
+    if max_batch is not None:
+        hints.append(f"The largest batch that fits with {name} is B={max_batch}"
+                     + (f" (plain decoding: B={int(b[plain_fits[-1]])})." if plain_fits.size
+                        else "."))
+    else:
+        hints.append(f"No batch fits with {name} at this context"
+                     + (f"; plain decoding fits up to B={int(b[plain_fits[-1]])}."
+                        if plain_fits.size else ", nor does plain decoding."))
+    alternatives = [(label, upd) for label, upd in FIT_ALTERNATIVES
+                    if any(getattr(cand, k) != v for k, v in upd.items())]
+    tp = cand.tp
+    while tp * 2 <= m.r.model.q_heads and len(alternatives) < len(FIT_ALTERNATIVES) + 3:
+        tp *= 2
+        alternatives.append((f"TP={tp}", {"tp": tp}))
+    would: list[str] = []
+    for label, upd in alternatives:
+        try:
+            alt = scenario_model(cand.model_copy(update=upd))
+        except ScenarioError:
+            continue
+        mem = float(np.ravel(alt.memory_bytes(cand.batch, cand.context, alt.r.group))[0])
+        if mem <= hbm:
+            would.append(f"{label} ({mem / 1e9:,.0f} GB)")
+            if label.startswith("TP="):
+                break  # the smallest TP that fits is the one to name
+    if not would:  # one change is not enough: an FP8 KV cache with more TP
+        tp = cand.tp
+        while tp * 2 <= m.r.model.q_heads and not would:
+            tp *= 2
+            upd = {"kv_dtype": "fp8", "tp": tp}
+            try:
+                alt = scenario_model(cand.model_copy(update=upd))
+            except ScenarioError:
+                break
+            mem = float(np.ravel(alt.memory_bytes(cand.batch, cand.context, alt.r.group))[0])
+            if mem <= hbm:
+                would.append(f"an FP8 KV cache and TP={tp} ({mem / 1e9:,.0f} GB)")
+    if would:
+        hints.append(f"It would fit at B={cand.batch} with " + " or ".join(would) + ".")
+    else:
+        hints.append(f"Neither an FP8 KV cache, FP8 weights nor TP up to {tp} makes B="
+                     f"{cand.batch} fit: lower B or S.")
+    return max_batch, hints

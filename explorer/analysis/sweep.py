@@ -49,6 +49,8 @@ def sweep(
         }
         for f in FIGURES:
             cols[f] = np.broadcast_to(getattr(res, f), bb.shape).ravel()
+        # AL from an acceptance model past the evidence (not a measurement): flagged per row.
+        cols["acceptance_model_extended"] = np.broadcast_to(res.al_extrapolated, bb.shape).ravel()
         if with_breakdown:
             for part, bd in (("verify_spec", res.verify_spec), ("draft", res.draft)):
                 for c in COMPONENTS:

@@ -160,15 +160,29 @@ class ALSeries:
             return self.data.source_text
         return self.data.provenance
 
+    def interval(self) -> tuple[FloatArray, FloatArray] | None:
+        """The 80 % band of a model result with spread (a measured curve: none)."""
+        if isinstance(self.data, AcceptanceCurve) or self.data.draw_table is None:
+            return None
+        return self.data.interval()
+
+    @property
+    def model_extended(self) -> npt.NDArray[np.bool_]:
+        """Points an acceptance model gives past the evidence (a measured curve: none)."""
+        if isinstance(self.data, AcceptanceCurve):
+            return np.zeros(len(self.data.draft_lens), dtype=bool)
+        return np.asarray(self.data.extrapolated, dtype=bool)
+
 
 def al_curves(scenario: Scenario, d_max: int = VIEW_MAX_DRAFT_LEN) -> list[ALSeries]:
     """Each mechanism's prior, the scenario's own source, and the shipped measured curves."""
     d = np.arange(0, d_max + 1, dtype=np.float64)
     out: list[ALSeries] = []
+    m = scenario_model(scenario)
     for slug, mech in mechanism_presets().items():
-        out.append(ALSeries("prior", slug, f"{mech.name} (prior)", prior_al(mech, d), d))
+        out.append(ALSeries("prior", slug, f"{mech.name} (prior)", prior_al(mech, d, m.r.model),
+                            d))
     if scenario.acceptance.kind != "prior":
-        m = scenario_model(scenario)
         out.append(ALSeries("scenario", scenario.mechanism,
                             f"{m.r.mechanism.name} (this scenario)", m.acceptance(d), d))
     for c in sample_curves().values():

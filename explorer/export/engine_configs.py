@@ -417,6 +417,8 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
         notes.append(f"At B = {scenario.batch} speculation with {mech_name} does not pay (best "
                      f"D = {best.draft_len}: {best.speedup:.2f}×); the configs below only "
                      "speculate where the schedule says so.")
+    elif slug in rec.unavailable:
+        notes.append(f"{mech_name} is unavailable for {target}: {rec.unavailable[slug]}")
     else:
         notes.append(f"At B = {scenario.batch} no {mech_name} configuration fits in memory.")
     if enabled:

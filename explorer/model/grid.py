@@ -162,11 +162,10 @@ class ScenarioModel:
     def draft(self, batch: npt.ArrayLike, draft_len: npt.ArrayLike, context: npt.ArrayLike,
               group: npt.ArrayLike) -> Breakdown:
         mech = self.r.mechanism
-        if mech.needs_draft_model and self.draft_layer_model is None:
+        if mech.needs_draft_model and self.draft_layer_model is None:  # resolve() checks it
             raise ScenarioError(
                 "draft_model",
-                f"the {mech.slug} mechanism needs a draft model for {self.r.model.slug}; "
-                "pick one (e.g. --draft-model llama-3.2-1b)",
+                f"the {mech.name} needs a draft model that shares {self.r.model.name}'s tokenizer",
             )
         scale = 1.0
         if self.r.scenario.rho is not None and self.rho_native > 0:
@@ -184,6 +183,14 @@ class ScenarioModel:
         bw = BYTES_PER_ELEMENT[sc.dtype]
         weights = r.model.param_count() * bw * (r.layers / r.model.layers) / sc.tp
         kv = self._kv_bytes(self.target, b, s, g, r.layers)
+        return np.asarray(weights + kv + self.draft_memory_bytes(b, s, g), dtype=np.float64)
+
+    def draft_memory_bytes(self, batch: npt.ArrayLike, context: npt.ArrayLike,
+                           group: npt.ArrayLike) -> FloatArray:
+        """Per-GPU bytes the drafter adds: its weights and its own KV cache (0 for a lookup)."""
+        r, sc = self.r, self.r.scenario
+        b, s, g = (np.asarray(x, dtype=np.float64) for x in (batch, context, group))
+        bw = BYTES_PER_ELEMENT[sc.dtype]
         mech = r.mechanism
         draft_w = np.zeros(1)
         draft_kv = np.zeros(1)
@@ -194,16 +201,20 @@ class ScenarioModel:
                 draft_kv = self._kv_bytes(self.draft_layer_model, b, s, dm.group_size, dm.layers)
             elif mech.draft_layers:
                 m = r.model
-                ffn = m.ffn_intermediate or m.moe_intermediate * (
-                    m.experts_per_tok + m.n_shared_experts
-                )
-                per_layer = m.attention_params_per_layer() + 3.0 * m.hidden * ffn
-                vocab = mech.draft_vocab or 0  # heads with their own vocab carry an lm_head
-                draft_w = np.asarray(
-                    (mech.draft_layers * per_layer + vocab * m.hidden) * bw / sc.tp
-                )
+                if mech.uses_target_mtp_layers and m.mtp_params_b is not None:
+                    # the checkpoint's MTP modules (embedding and head shared with the target)
+                    draft_w = np.asarray(m.mtp_params_b * 1e9 * bw / sc.tp)
+                else:
+                    ffn = m.ffn_intermediate or m.moe_intermediate * (
+                        m.experts_per_tok + m.n_shared_experts
+                    )
+                    per_layer = m.attention_params_per_layer() + 3.0 * m.hidden * ffn
+                    vocab = mech.draft_vocab or 0  # heads with their own vocab carry an lm_head
+                    draft_w = np.asarray(
+                        (mech.draft_layers * per_layer + vocab * m.hidden) * bw / sc.tp
+                    )
                 draft_kv = self._kv_bytes(self.target, b, s, g, float(mech.draft_layers))
-        return np.asarray(weights + kv + draft_w + draft_kv, dtype=np.float64)
+        return np.asarray(draft_w + draft_kv, dtype=np.float64)
 
     @staticmethod
     def _kv_bytes(lm: LayerModel, b: FloatArray, s: FloatArray, g: npt.ArrayLike,
@@ -222,7 +233,8 @@ class ScenarioModel:
 
     def acceptance(self, draft_len: npt.ArrayLike) -> ALResult:
         sc = self.r.scenario
-        return acceptance_length(sc.acceptance, self.r.mechanism, draft_len, sc.draft_len)
+        return acceptance_length(sc.acceptance, self.r.mechanism, draft_len, sc.draft_len,
+                                 self.r.model)
 
     # -- the grid ---------------------------------------------------------------------
     def grid(

@@ -42,6 +42,32 @@ def _pick(table: Mapping[str, T], slug: str, field_name: str) -> T:
     return table[slug]
 
 
+def compatible_drafts(model: ModelSpec) -> list[str]:
+    """Draft presets that share the target's tokenizer (a draft must share its vocabulary)."""
+    return [slug for slug, m in model_presets().items()
+            if m.role in ("draft", "both") and slug != model.slug and m.tokenizer
+            and m.tokenizer == model.tokenizer]
+
+
+def _check_draft(mech: MechanismSpec, model: ModelSpec, draft: ModelSpec | None) -> None:
+    """A separate draft model must exist and share the target's tokenizer (worded for any page:
+    the CLI names its flag from the field)."""
+    if draft is None:
+        raise ScenarioError(
+            "draft_model",
+            f"{mech.name}: no draft model among the presets shares {model.name}'s tokenizer "
+            f"({model.tokenizer or 'unknown'}), and a draft must share the target's vocabulary",
+        )
+    if model.tokenizer and draft.tokenizer != model.tokenizer:
+        others = compatible_drafts(model)
+        raise ScenarioError(
+            "draft_model",
+            f"{draft.name} uses the {draft.tokenizer} tokenizer and {model.name} the "
+            f"{model.tokenizer} one: a draft must share the target's vocabulary"
+            + (f" (drafts that do: {', '.join(others)})" if others else ""),
+        )
+
+
 def resolve(scenario: Scenario) -> Resolved:
     """Look up presets and apply overrides; raises ScenarioError naming the bad field."""
     hw = _pick(hardware_presets(), scenario.hardware, "hardware")
@@ -53,6 +79,8 @@ def resolve(scenario: Scenario) -> Resolved:
     draft = None
     if draft_slug is not None:
         draft = _pick(model_presets(), draft_slug, "draft_model")
+    if mech.needs_draft_model:
+        _check_draft(mech, model, draft)
     group = float(scenario.group) if scenario.group is not None else model.group_size
     if model.attention_kind == "gqa" and model.q_heads % group:
         raise ScenarioError(

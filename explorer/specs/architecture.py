@@ -41,6 +41,12 @@ class ModelSpec(BaseModel):
     sliding_layers: int = Field(default=0, ge=0)
     total_params_b: float | None = Field(default=None, gt=0)
     active_params_b: float | None = Field(default=None, gt=0)
+    family: str = Field(default="", description="model family (evidence closeness)")
+    tokenizer: str = Field(default="", description="a draft must share the target's tokenizer")
+    mtp_layers: int = Field(default=0, ge=0, description="MTP modules shipped in the checkpoint")
+    mtp_params_b: float | None = Field(default=None, gt=0,
+                                       description="unique parameters of the MTP modules (10⁹)")
+    speculation_source: str = ""
     source: str = ""
     assumptions: str = ""
 

@@ -40,6 +40,7 @@ class MechanismSpec(BaseModel):
     decay: float = Field(ge=0, le=1, description="prior: c_j = first_rate·decay^(j−1)")
     prior_source: str = ""
     training: str = ""
+    training_source: str = Field(default="", description="what training the drafter needs, sourced")
     extra_memory: str = ""
     source: str = ""
     assumptions: str = ""

@@ -23,6 +23,7 @@ from explorer.analysis.views import (
 )
 from explorer.base.errors import ScenarioError
 from explorer.interfaces.view_state import view_scenario
+from explorer.presets import mechanism_presets
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
@@ -98,11 +99,17 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     v = _views(js)
 
     c = st.columns(5)
-    c[0].metric("Speedup", _fmt(ev.speedup, ".2f", "×"),
-                help="T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft)")
+    band = (f"80%: {_fmt(ev.speedup_low)}–{_fmt(ev.speedup_high)}×"
+            if ev.speedup is not None else None)
+    c[0].metric("Speedup", _fmt(ev.speedup, ".2f", "×"), delta=band, delta_color="off",
+                help="T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft). Interval: "
+                + md_text(ev.acceptance_uncertainty))
     c[1].metric("Acceptance length", _fmt(ev.acceptance_length),
+                delta="model-extended" if ev.acceptance_extrapolated else None,
+                delta_color="off",
                 help="tokens per target step, bonus included. Source: "
-                + md_text(ev.acceptance_source))
+                + md_text(ev.acceptance_source) + ". Decoding: "
+                + md_text(ev.acceptance_temperature or "not stated"))
     c[2].metric("Tokens/s per user", _fmt(ev.tokens_per_s_per_user, ",.1f"),
                 delta=f"{ev.baseline_tokens_per_s_per_user:,.1f} without spec", delta_color="off")
     c[3].metric("Tokens/s per GPU", _fmt(ev.tokens_per_s_per_gpu, ",.0f"),
@@ -110,17 +117,26 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     c[4].metric("Memory per GPU", f"{ev.memory_bytes / 1e9:,.0f} / {ev.hbm_bytes / 1e9:,.0f} GB",
                 delta="fits" if ev.fits_in_memory else "does not fit",
                 delta_color="normal" if ev.fits_in_memory else "inverse")
+    if not ev.mechanism_available:
+        name = md_text(_mechanism_name(sc.mechanism))
+        st.warning(f"**{name} is unavailable for this target** — {md_text(ev.availability)}. "
+                   "The numbers here are a hypothetical, and the recommendation does not rank it.",
+                   icon=":material/block:")
     if ev.acceptance_length is None:
         st.warning(f"No AL for D={sc.draft_len} from {md_text(ev.acceptance_source)}: block "
                    "drafters are valid only at measured D, and nothing is extrapolated silently.")
     elif ev.acceptance_extrapolated:
-        st.info(f"AL at D={sc.draft_len} is extrapolated: {md_text(ev.acceptance_source)}")
+        st.warning(f"AL at D={sc.draft_len} is **model-extended**: no published or measured point "
+                   f"backs it; an acceptance model anchored on the points gives it — "
+                   f"{md_text(ev.acceptance_source)}", icon=":material/timeline:")
 
     best = rec.best
     if best is not None:
         st.success(f"**Recommendation:** {rec.explanation}", icon=":material/check_circle:")
+        _apply_button(values, best.mechanism, best.draft_len, best.mechanism_name)
     else:
-        st.error(rec.explanation)
+        st.error("**No mechanism fits in memory at this operating point.**\n\n"
+                 + "\n".join(f"- {md_text(h)}" for h in rec.fit_hints))
     bd = v["best"]
     be, max_b = bd.break_even_batch, bd.max_batch_in_memory
     st.markdown(
@@ -195,16 +211,47 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         st.caption(f"Attention is {ev.attention_fraction:.0%} of T_verif without speculation.")
     with tabs[6]:
         rows = [{"mechanism": o.mechanism_name, "D": o.draft_len, "speedup ×": round(o.speedup, 3),
-                 "AL": round(o.acceptance_length, 2), "T_draft (ms)": round(o.t_draft_s * 1e3, 3),
+                 "80% band": f"{_fmt(o.speedup_low)}–{_fmt(o.speedup_high)}",
+                 "wins in (draws)": f"{o.win_share:.0%}",
+                 "AL": round(o.acceptance_length, 2),
+                 "AL model-extended": o.acceptance_model_extended,
+                 "AL evidence": o.acceptance_evidence,
+                 "drafter": o.availability,
+                 "T_draft (ms)": round(o.t_draft_s * 1e3, 3),
+                 "AL gain ×": round(o.acceptance_length, 3),
+                 "verify-cost ×": round(o.verify_cost_factor, 3),
+                 "draft-cost ×": round(o.draft_cost_factor, 3),
+                 "costs most": o.limiting_term,
                  "draft share of step": f"{o.draft_overhead_fraction:.0%}",
                  "training": o.training,
                  "extra memory (GB/GPU)": round(o.extra_memory_bytes / 1e9, 2),
                  "fits": o.fits_in_memory} for o in _best_per_mechanism(rec)]
         st.dataframe(pd.DataFrame(rows), hide_index=True)
+        best_each = _best_per_mechanism(rec)
+        if rec.ranking:
+            st.plotly_chart(_keep(figs, "speedup_bands", figures.speedup_band_figure(
+                _band_series(rec), sc.batch)), width="stretch", key="fig_bands")
+        if best_each:
+            st.plotly_chart(_keep(figs, "speedup_split", figures.speedup_split_figure(
+                [o.mechanism_name for o in best_each], [o.acceptance_length for o in best_each],
+                [o.verify_cost_factor for o in best_each],
+                [o.draft_cost_factor for o in best_each])), width="stretch", key="fig_split")
+            st.caption("speedup = AL × T_verif(B)/T_verif(B·(1+D)) × T_verif(B·(1+D)) / "
+                       "(T_verif(B·(1+D)) + T_draft): the AL gain, what verifying 1+D tokens "
+                       "per sequence costs, and what drafting costs. "
+                       + " ".join(f"{md_text(o.mechanism_name)}: {o.limiting_term} costs most "
+                                  f"(×{min(o.verify_cost_factor, o.draft_cost_factor):.2f})."
+                                  for o in best_each))
+        for o in best_each:
+            st.caption(f"**{md_text(o.mechanism_name)}** — {md_text(o.availability_detail)}")
         for slug, why in rec.unavailable.items():
-            st.caption(f"{slug}: unavailable — {why}")
+            st.caption(f"**{md_text(_mechanism_name(slug))}: unavailable, not ranked** — "
+                       f"{md_text(why)}")
     with tabs[7]:
         st.markdown("Where each number comes from:")
+        st.markdown(f"- **AL evidence**: {md_text(ev.acceptance_evidence)}; decoding "
+                    f"(temperature): {md_text(ev.acceptance_temperature or 'not stated')}; "
+                    f"interval: {md_text(ev.acceptance_uncertainty)}")
         for k, text in ev.sources.items():
             st.markdown(f"- **{k}**: {md_text(text)}" if text else f"- **{k}**: —")
         st.caption("Fixed modelling assumptions: 9 kernels per layer; 2 all-reduces per layer "
@@ -212,6 +259,33 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                    "tiles of 128 query rows per KV head (the article's kernels).")
     with tabs[8]:
         export_panel.render(sc, figs)
+
+
+APPLY_KEY = "apply_recommendation"
+
+
+def apply_recommendation(values: dict[str, Any], mechanism: str, draft_len: int) -> None:
+    """Set the sidebar to the recommended mechanism and D (an on_click callback: it runs before
+    the widgets of the next run exist, so they — and the URL they are bound to — take it).
+
+    Another mechanism is ranked on its own prior AL and native ρ (analysis.candidate), so those
+    follow it; a tree width W below the new 1+D goes back to the chain."""
+    state: dict[str, Any] = {"mech": mechanism, "d": draft_len}
+    if mechanism != values.get("mech"):
+        state.update({"acc": "prior", "curve": "", "rho": 0.0})
+    w = values.get("w") or 0
+    if w and w < 1 + draft_len:
+        state["w"] = 0
+    st.session_state.update(state)
+
+
+def _apply_button(values: dict[str, Any], mechanism: str, draft_len: int, name: str) -> None:
+    if values.get("mech") == mechanism and values.get("d") == draft_len:
+        st.caption("The sidebar is at the recommendation.")
+        return
+    st.button(f"Apply: {name}, D = {draft_len}", key=APPLY_KEY, icon=":material/done_all:",
+              on_click=apply_recommendation, args=(values, mechanism, draft_len),
+              help="Sets the sidebar (and the link) to the recommended mechanism and D.")
 
 
 def _slo_text(point: OperatingPoint | None, with_draft_len: bool) -> str:
@@ -236,6 +310,26 @@ def _best_per_mechanism(rec: Recommendation) -> list[Any]:
     for o in rec.ranking:
         seen.setdefault(o.mechanism, o)
     return list(seen.values())
+
+
+def _band_series(rec: Recommendation) -> list[Any]:
+    """Per ranked mechanism: D, speedup and its 80 % band, in D order."""
+    by_mech: dict[str, list[Any]] = {}
+    for o in rec.ranking:
+        by_mech.setdefault(o.mechanism, []).append(o)
+    out = []
+    for slug, opts in by_mech.items():
+        opts.sort(key=lambda o: o.draft_len)
+        out.append((slug, opts[0].mechanism_name, [o.draft_len for o in opts],
+                    [o.speedup for o in opts],
+                    [o.speedup_low if o.speedup_low is not None else o.speedup for o in opts],
+                    [o.speedup_high if o.speedup_high is not None else o.speedup for o in opts]))
+    return out
+
+
+def _mechanism_name(slug: str) -> str:
+    mech = mechanism_presets().get(slug)
+    return mech.name if mech is not None else slug
 
 
 def _model_hw(sc: Scenario) -> tuple[float, str]:

@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from explorer.analysis.frontier import draft_len_range
+from explorer.analysis.recommend import recommend
 from explorer.analysis.sweep import DEFAULT_SWEEP_BATCHES, default_sweep
 from explorer.base.errors import ScenarioError
 from explorer.export.engine_configs import EngineConfigs, engine_configs
@@ -234,6 +235,9 @@ def _engine_section(scenario: Scenario, js: str, key: str) -> None:
                 f"switch speculation off **{off}**.")
     for note in ec.notes:
         st.markdown("- " + _md(note))
+    extended = _model_extended_note(js, ec.mechanism, ec.recommended_draft_len)
+    if extended:
+        st.warning(_md(extended), icon=":material/timeline:")
     st.dataframe(pd.DataFrame(ec.schedule, columns=["up to batch B", "draft length D"]),
                  hide_index=True, height=180)
 
@@ -264,6 +268,19 @@ def _engine_section(scenario: Scenario, js: str, key: str) -> None:
                          file_name="trtllm_config.yaml", mime="application/yaml",
                          key=f"{key}_trtllm", on_click="ignore",
                          disabled=ec.tensorrt_llm.config is None)
+
+
+@functools.lru_cache(maxsize=16)
+def _model_extended_note(scenario_js: str, mechanism: str, draft_len: int | None) -> str:
+    """Whether the exported D's AL is model-extended (an acceptance model, not the evidence)."""
+    if draft_len is None:
+        return ""
+    rec = recommend(Scenario.model_validate_json(scenario_js), [mechanism])
+    opt = next((o for o in rec.ranking if o.draft_len == draft_len), None)
+    if opt is None or not opt.acceptance_model_extended:
+        return ""
+    return (f"AL {opt.acceptance_length:.2f} at D = {draft_len} is model-extended: no published "
+            "or measured point at this D backs it (see the AL vs D tab).")
 
 
 def _notes(notes: list[str], source: str) -> None:

@@ -198,23 +198,79 @@ def al_figure(curves: list[ALSeries], selected: str) -> go.Figure:
         color = MECH_COLORS.get(c.mechanism, "#888")
         is_prior = c.kind == "prior"
         visible: bool | str = True if (c.mechanism == selected or is_prior) else "legendonly"
+        width = 3 if c.mechanism == selected else 1.5
+        x, y = _f32(c.draft_len), _f32(c.acceptance_length)
+        extended = c.model_extended
+        # Solid within the evidence, dashed where an acceptance model extends it; the dashed
+        # part starts at the last solid point so the line stays connected.
+        joined = extended | np.concatenate([extended[1:], [False]])
+        hover = ("D=%{x}<br>AL=%{y:.2f}<br>"
+                 + plotly_text(c.provenance[:160].replace("%", "%%"))
+                 + "<extra>" + plotly_text(c.label[:40]) + "</extra>")
+        name = plotly_text(c.label[:60])
+        band = c.interval() if c.mechanism == selected else None
+        if band is not None and np.any(band[1] > band[0]):
+            _add_band(fig, x, band, color, name, visible)
         fig.add_trace(go.Scatter(
-            x=_f32(c.draft_len), y=_f32(c.acceptance_length),
-            mode="lines" if is_prior else "lines+markers", name=plotly_text(c.label[:60]),
-            visible=visible,
-            line={"color": color, "dash": "dash" if is_prior else "solid",
-                  "width": 3 if c.mechanism == selected else 1.5},
-            hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>"
-            + plotly_text(c.provenance[:160].replace("%", "%%"))
-            + "<extra>" + plotly_text(c.label[:40]) + "</extra>",
+            x=x, y=np.where(extended, np.nan, y).astype(np.float32),
+            mode="lines" if is_prior else "lines+markers", name=name, legendgroup=name,
+            visible=visible, line={"color": color, "width": width}, hovertemplate=hover,
         ))
+        if extended.any():
+            fig.add_trace(go.Scatter(
+                x=x, y=np.where(joined, y, np.nan).astype(np.float32), mode="lines",
+                name=f"{name} — model-extended", legendgroup=name, showlegend=False,
+                visible=visible, line={"color": color, "width": width, "dash": "dash"},
+                hovertemplate="D=%{x}<br>AL=%{y:.2f} (model-extended)<extra>"
+                + plotly_text(c.label[:40]) + "</extra>",
+            ))
     d_max = VIEW_MAX_DRAFT_LEN
     fig.add_trace(go.Scatter(x=[0, d_max], y=[1, 1 + d_max], mode="lines", name="AL = 1+D bound",
                              line={"color": "gray", "dash": "dot", "width": 1},
                              hoverinfo="skip"))
-    fig.update_layout(title="Acceptance length vs draft length (prior: dashed; measured: solid)",
+    fig.update_layout(title="Acceptance length vs draft length (solid: within the evidence; "
+                      "dashed: model-extended; markers: published curves)",
                       xaxis={"title": "draft length D"},
                       yaxis={"title": "AL (tokens per target step)", "range": [1, 9]}, **_LAYOUT)
+    return fig
+
+
+def _add_band(fig: go.Figure, x: np.ndarray, band: tuple[np.ndarray, np.ndarray], color: str,
+              group: str, visible: bool | str) -> None:
+    """An 80 % band as one closed polygon (high forwards, low backwards; gaps where NaN)."""
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in band)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    xs, lo, hi = np.asarray(x, dtype=np.float64)[ok], lo[ok], hi[ok]
+    fig.add_trace(go.Scatter(
+        x=_f32(np.concatenate([xs, xs[::-1]])), y=_f32(np.concatenate([hi, lo[::-1]])),
+        fill="toself", fillcolor=color, opacity=0.18, line={"width": 0}, mode="lines",
+        name=f"{group} — 80% band", legendgroup=group, showlegend=False, visible=visible,
+        hoverinfo="skip"))
+
+
+def speedup_band_figure(series: list[tuple[str, str, list[int], list[float], list[float],
+                                           list[float]]], batch: int) -> go.Figure:
+    """Speedup vs D at this B per available mechanism, with its 80 % band from the AL draws.
+    `series`: (slug, name, D, speedup, low, high)."""
+    fig = go.Figure()
+    for slug, name, d, sp, lo, hi in series:
+        color = MECH_COLORS.get(slug, "#888")
+        x = np.asarray(d, dtype=np.float64)
+        label = plotly_text(name[:60])
+        _add_band(fig, x, (np.asarray(lo), np.asarray(hi)), color, label, True)
+        fig.add_trace(go.Scatter(
+            x=_f32(x), y=_f32(np.asarray(sp)), mode="lines+markers", name=label,
+            legendgroup=label, line={"color": color},
+            customdata=np.stack([np.asarray(lo), np.asarray(hi)], axis=-1).astype(np.float32),
+            hovertemplate="D=%{x}<br>speedup %{y:.2f}× [%{customdata[0]:.2f}–"
+            "%{customdata[1]:.2f}]<extra>" + label + "</extra>"))
+    _add_lines(fig, [({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": 1,
+                       "y1": 1, "line": {"dash": "dot", "color": "gray", "width": 1}},
+                      {"x": 0, "y": 1, "xref": "paper", "yref": "y", "showarrow": False,
+                       "text": "no speculation", "yanchor": "bottom", "xanchor": "left",
+                       "font": {"size": 9}})])
+    fig.update_layout(title=f"Speedup vs D at B={batch} with 80% bands (AL uncertainty)",
+                      xaxis={"title": "draft length D"}, yaxis={"title": "speedup ×"}, **_LAYOUT)
     return fig
 
 
@@ -265,4 +321,25 @@ def breakdown_figure(parts: dict[str, dict[str, float]]) -> go.Figure:
             hovertemplate="%{y}<br>" + c + ": %{x:.3f} ms<extra></extra>"))
     fig.update_layout(barmode="stack", title="Where the time goes (one speculation round)",
                       xaxis={"title": "time (ms)"}, yaxis={"autorange": "reversed"}, **_LAYOUT)
+    return fig
+
+
+SPLIT_TERMS = (("AL gain", "#54A24B"), ("verify-cost factor", "#F58518"),
+               ("draft-cost factor", "#4C78A8"), ("speedup", "#E45756"))
+
+
+def speedup_split_figure(names: list[str], al: list[float], verify: list[float],
+                         draft: list[float]) -> go.Figure:
+    """speedup = AL × T_verif(B)/T_verif(B(1+D)) × T_verif(B(1+D))/(T_verif(B(1+D)) + T_draft),
+    per mechanism (its best D), on a log axis so the three factors multiply visibly."""
+    values = [al, verify, draft, [a * v * d for a, v, d in zip(al, verify, draft, strict=True)]]
+    fig = go.Figure()
+    for (term, color), ys in zip(SPLIT_TERMS, values, strict=True):
+        fig.add_trace(go.Bar(x=[plotly_text(n) for n in names], y=ys, name=term,
+                             marker_color=color, text=[f"{y:.2f}×" for y in ys],
+                             textposition="outside",
+                             hovertemplate="%{x}<br>" + term + " %{y:.3f}×<extra></extra>"))
+    fig.update_layout(barmode="group", title="Why: speedup = AL gain × verify-cost factor × "
+                      "draft-cost factor (each mechanism at its best D)",
+                      yaxis={"title": "factor (×, log)", "type": "log"}, **_LAYOUT)
     return fig

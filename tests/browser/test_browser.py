@@ -180,3 +180,29 @@ def test_a_repeated_or_respelled_parameter_is_named_shown_and_the_url_made_plain
     assert metric_text(page, "Speedup") == (
         f"{evaluate(Scenario(draft_len=7, rho=0.01)).speedup:.2f}×")
     page.close()
+
+
+def test_apply_recommendation_moves_the_sidebar_the_metrics_and_the_url(chromium, app_url: str):
+    from explorer import Scenario, recommend
+
+    sc = Scenario(batch=4)
+    best = recommend(sc).best
+    assert best is not None and (best.mechanism, best.draft_len) != (sc.mechanism, sc.draft_len)
+    page = chromium.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(app_url + "/?b=4&v=1")
+    settle(page)
+    page.get_by_role("button", name=re.compile(r"^Apply: ")).click()
+    settle(page)
+    if best.mechanism != sc.mechanism:
+        assert re.search(rf"[?&]mech={best.mechanism}(&|$)", page.url), page.url
+    assert re.search(rf"[?&]d={best.draft_len}(&|$)", page.url), page.url
+    assert metric_text(page, "Speedup") == f"{best.speedup:.2f}×"
+    assert page.get_by_role("slider", name="Draft length D").input_value() == str(best.draft_len)
+    body = page.locator("body").inner_text()
+    assert "The sidebar is at the recommendation." in body
+    reopened = chromium.new_page(viewport={"width": 1400, "height": 2400})
+    reopened.goto(page.url)  # the link carries the applied choice
+    settle(reopened)
+    assert metric_text(reopened, "Speedup") == f"{best.speedup:.2f}×"
+    page.close()
+    reopened.close()

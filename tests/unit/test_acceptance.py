@@ -16,7 +16,8 @@ from explorer.model.acceptance import (
     marginal_from_al,
     marginal_from_conditional,
 )
-from explorer.model.acceptance_source import curve_al
+from explorer.model.acceptance_source import curve_al, prior_al
+from explorer.presets import mechanism_presets, sample_curves
 from explorer.specs.measured import AcceptanceCurve
 
 # Rates are 0 or ≥ 1e-6: products of subnormals underflow, which no measurement produces.
@@ -58,7 +59,7 @@ def test_curve_interpolation_is_monotone_and_flags_extrapolation():
     assert res.acceptance_length[0] == 1.0 and res.acceptance_length[3] == pytest.approx(2.4)
     assert np.all(np.diff(res.acceptance_length) >= 0)
     assert list(res.extrapolated) == [False] * 6 + [True] * 3
-    assert "extrapolated past D=5" in res.provenance
+    assert "measured at D ∈ {1, 3, 5}; model-extended elsewhere" in res.provenance
 
 
 def test_block_curve_only_at_measured_draft_lens():
@@ -71,3 +72,50 @@ def test_block_curve_only_at_measured_draft_lens():
 def test_measured_curve_rejects_al_outside_bounds():
     with pytest.raises(ValueError, match=r"outside \[1, 1\+D\]"):
         AcceptanceCurve(draft_lens=(2,), acceptance_lengths=(3.5,))
+
+
+def test_a_single_point_fixes_the_level_only():
+    """The issue's reproduction: one point (AL 2.88 at D=7) once gave AL 12.25 at D=12."""
+    curve = sample_curves()["eagle3/Llama-3.3-70B-Instruct/MT-bench"]
+    assert curve.draft_lens == (7,) and curve.acceptance_lengths == (2.88,)
+    eagle3 = mechanism_presets()["eagle3"]
+    res = curve_al(curve, np.arange(0, 33), block=False, shape=eagle3)
+    al = res.acceptance_length
+    assert al[7] == pytest.approx(2.88, abs=1e-6) and not res.extrapolated[7]
+    assert res.extrapolated[[1, 6, 8, 12, 32]].all() and not res.extrapolated[0]
+    # the EAGLE-3 prior's shape scaled by 0.762 = 1.88 / 2.4675 (prior AL(7) − 1)
+    prior_al7 = float(al_decaying(eagle3.first_rate, eagle3.decay, 7))
+    assert "×0.762" in res.provenance and (2.88 - 1) / (prior_al7 - 1) == pytest.approx(0.762,
+                                                                                      abs=5e-4)
+    assert al[12] == pytest.approx(2.994, abs=0.005) and al[32] == pytest.approx(3.004, abs=0.005)
+    # below the point: between the chord from (0, 1) (concavity) and the point itself
+    assert np.all(al[1:7] >= 1 + np.arange(1, 7) * 1.88 / 7 - 1e-9) and np.all(al[1:7] < 2.88)
+
+
+def test_a_fitted_decay_extends_a_multi_point_curve_below_the_last_segment():
+    curve = sample_curves()["eagle3/Llama-3.1-8B-Instruct/gsm8k"]  # D = 1..10
+    res = curve_al(curve, np.arange(0, 33), block=False)
+    al = res.acceptance_length
+    np.testing.assert_allclose(al[1:11], curve.acceptance_lengths, atol=1e-9)
+    assert not res.extrapolated[:11].any() and res.extrapolated[11:].all()
+    slope = curve.acceptance_lengths[-1] - curve.acceptance_lengths[-2]  # 0.004 per token
+    assert np.all(np.diff(al[10:]) <= slope + 1e-12)
+    assert al[32] < curve.acceptance_lengths[-1] + 0.01
+    assert "per-position decay fitted to the curve's 10 points" in res.provenance
+
+
+def test_block_priors_exist_only_at_their_published_block_size():
+    for slug in ("dflash", "dspark"):
+        res = prior_al(mechanism_presets()[slug], np.arange(0, 9))
+        assert np.isfinite(res.acceptance_length[[0, 7]]).all(), slug
+        assert np.isnan(res.acceptance_length[[1, 2, 3, 4, 5, 6, 8]]).all(), slug
+        assert not res.extrapolated.any()
+
+
+def test_chain_priors_are_model_extended_past_their_published_draft_lengths():
+    eagle3 = prior_al(mechanism_presets()["eagle3"], np.arange(0, 33))
+    assert not eagle3.extrapolated[:11].any() and eagle3.extrapolated[11:].all()  # D ≤ 10
+    mtp = prior_al(mechanism_presets()["mtp"], np.arange(0, 33))
+    assert not mtp.extrapolated[:8].any() and mtp.extrapolated[8:].all()  # DeepSeek D ≤ 7
+    external = prior_al(mechanism_presets()["external"], np.arange(0, 9))
+    assert external.extrapolated[1:].all() and "assumption at every D" in external.provenance

@@ -69,6 +69,11 @@ MODEL_COLUMNS = [
     "active_params_b",
     "source",
     "assumptions",
+    "family",
+    "tokenizer",
+    "mtp_layers",
+    "mtp_params_b",
+    "speculation_source",
 ]
 MECHANISM_COLUMNS = [
     "slug",
@@ -90,6 +95,7 @@ MECHANISM_COLUMNS = [
     "extra_memory",
     "source",
     "assumptions",
+    "training_source",
 ]
 CURVE_COLUMNS = [
     "mechanism",
@@ -101,6 +107,8 @@ CURVE_COLUMNS = [
     "temperature",
     "source",
     "approx",
+    "target",
+    "family",
 ]
 
 HARDWARE_SLUGS = {"h100", "h200", "b200", "gb200", "mi300x"}
@@ -393,11 +401,12 @@ def test_mechanisms_are_consistent() -> None:
 
 def test_block_priors_match_the_measured_mean_at_d7() -> None:
     """DFlash/DSpark priors are fitted to the DSpark-paper D=7 points; the shipped Qwen3 subset
-    of those points must average close to the prior's AL(7)."""
+    of those points (Qwen3 and Gemma4) must average close to the prior's AL(7)."""
     curves = read("al_curves.csv")[1]
     mech = by_slug("mechanisms.csv")
     for slug in ("dflash", "dspark"):
-        points = [float(r["AL"]) for r in curves if r["mechanism"] == slug and r["D"] == "7"]
+        points = [float(r["AL"]) for r in curves if r["mechanism"] == slug and r["D"] == "7"
+                  and r["source"].startswith("DSpark paper")]
         assert len(points) >= 9, slug
         prior = al_prior(float(mech[slug]["first_rate"]), float(mech[slug]["decay"]), 7)
         assert prior == pytest.approx(sum(points) / len(points), abs=0.3), slug
@@ -421,6 +430,8 @@ def test_al_curves_are_physical_and_mapped() -> None:
         assert 1.0 <= al <= 1.0 + d, f"line {i}: AL {al} outside [1, 1+D] at D={d}"
         assert d <= int(mech[r["mechanism"]]["max_draft_len"]), f"line {i}: D beyond max"
         assert r["drafter"].strip() and r["model"].strip() and r["dataset"].strip()
+        assert r["family"].strip(), f"line {i}: no family"
+        assert r["target"] == "" or r["target"] in MODEL_SLUGS, f"line {i}: {r['target']}"
         key = (r["mechanism"], r["model"], r["drafter"], r["dataset"], r["temperature"], r["D"])
         assert key not in seen, f"line {i}: duplicate point {key}"
         seen.add(key)
@@ -448,3 +459,39 @@ def test_al_curves_increase_with_d_within_a_curve() -> None:
         pts.sort()
         for (_, a), (_, b) in itertools.pairwise(pts):
             assert b >= a - 1e-9, f"{curve}: AL decreases with D"
+
+
+def test_family_tokenizer_and_mtp_layers_are_sourced() -> None:
+    models = by_slug("models.csv")
+    for slug, r in models.items():
+        assert r["family"] and r["tokenizer"] and r["speculation_source"].strip(), slug
+        assert "tokenizer" in r["speculation_source"] and "mtp_layers" in r["speculation_source"]
+    # the same tokenizer means the same vocabulary
+    vocab: dict[str, set[str]] = {}
+    for r in models.values():
+        vocab.setdefault(r["tokenizer"], set()).add(r["vocab"])
+    assert all(len(v) == 1 for v in vocab.values()), vocab
+    assert {s for s, r in models.items() if int(r["mtp_layers"]) > 0} == {"deepseek-v3"}
+    assert models["deepseek-v3"]["mtp_layers"] == "1" and models["deepseek-v3"]["mtp_params_b"] == (
+        "11.5")
+    assert "num_nextn_predict_layers" in models["deepseek-v3"]["speculation_source"]
+
+
+def test_default_draft_models_share_the_targets_tokenizer() -> None:
+    from explorer.presets import DEFAULT_DRAFT_MODEL
+
+    models = by_slug("models.csv")
+    for target, draft in DEFAULT_DRAFT_MODEL.items():
+        assert models[target]["tokenizer"] == models[draft]["tokenizer"], (target, draft)
+
+
+def test_draft_heads_name_known_presets_and_a_source() -> None:
+    header, rows = read("draft_heads.csv")
+    assert header == ["target", "mechanism", "checkpoint", "trained_for", "same_weights", "source"]
+    mech = by_slug("mechanisms.csv")
+    for i, r in enumerate(rows, start=2):
+        assert r["target"] in MODEL_SLUGS and r["mechanism"] in MECHANISM_SLUGS, i
+        assert mech[r["mechanism"]]["draft_weights"] in ("checkpoint", "target_mtp"), i
+        assert r["same_weights"] in ("yes", "no") and r["checkpoint"] and r["source"].strip(), i
+    for r in mech.values():
+        assert r["training_source"].strip(), r["slug"]

@@ -29,8 +29,8 @@ def test_candidate_resets_acceptance_and_rho_for_another_mechanism():
 
 
 def test_sweep_and_recommend_evaluate_another_mechanism_as_candidate_does():
-    # A ρ override of 0.5 describes EAGLE-3 here; MTP must be swept at its own ρ (1/80 layers).
-    sc = Scenario(rho=0.5, batch=4)
+    # A ρ override of 0.5 describes EAGLE-3 here; MTP must be swept at its own ρ (1/61 layers).
+    sc = Scenario(model="deepseek-v3", tp=8, rho=0.5, batch=4)  # DeepSeek-V3 ships MTP layers
     df = sweep(sc, draft_len=[3], mechanism=["eagle3", "mtp"], with_breakdown=False)
     mtp = df[df.mechanism == "mtp"].iloc[0]
     g = scenario_model(candidate(sc, "mtp")).grid(4, 3)

@@ -34,6 +34,8 @@ MECHANISMS = ["external", "mtp", "eagle3", "dflash", "dspark", "ngram"]
 # A point where memory does not bind up to B = 4096 and speculation stops paying at a few hundred.
 SMALL = {"model": "llama-3.1-8b", "tp": 1, "context": 128, "batch": 8,
          "draft_model": "llama-3.2-1b"}
+# MTP needs a target that ships MTP layers: DeepSeek-V3 (FP8 weights fit on 8 GPUs).
+SMALL_MTP = {"model": "deepseek-v3", "tp": 8, "dtype": "fp8", "context": 128, "batch": 8}
 VLLM_KEYS = {"method", "model", "num_speculative_tokens", "num_speculative_tokens_per_batch_size"}
 
 
@@ -88,7 +90,7 @@ def test_default_configs_follow_the_recommendation():
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_each_mechanism_maps_to_each_engine(mechanism: str):
-    sc = Scenario(**SMALL)  # type: ignore[arg-type]
+    sc = Scenario(**(SMALL_MTP if mechanism == "mtp" else SMALL))  # type: ignore[arg-type]
     ec = engine_configs(sc, mechanism)
     rec = recommend(sc, [mechanism])
     assert rec.best is not None and rec.best.speedup > 1
@@ -302,3 +304,9 @@ def test_engine_configs_module_imports_no_ui():
     code = ("import sys, explorer.export.engine_configs;"
             "assert not any(m.split('.')[0] in ('streamlit', 'plotly') for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_unavailable_mechanism_says_why_instead_of_a_config():
+    ec = engine_configs(Scenario(**SMALL), "mtp")  # type: ignore[arg-type]  # Llama: no MTP
+    assert any("unavailable" in n and "ships no MTP layers" in n for n in ec.notes), ec.notes
+    assert not any("fits in memory" in n for n in ec.notes)

@@ -87,9 +87,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(ev.model_dump())
         return 0
-    print(f"speedup            {fmt(ev.speedup)}×"
-          f"  (launch-bound ≈ {fmt(ev.speedup_launch_bound)}×)")
-    print(f"acceptance length  {fmt(ev.acceptance_length)}  [{ev.acceptance_source}]")
+    print(f"speedup            {fmt(ev.speedup)}×  [80%: {fmt(ev.speedup_low)}–"
+          f"{fmt(ev.speedup_high)}]  (launch-bound ≈ {fmt(ev.speedup_launch_bound)}×)")
+    extended = " (model-extended)" if ev.acceptance_extrapolated else ""
+    print(f"acceptance length  {fmt(ev.acceptance_length)}{extended}  [{ev.acceptance_source}]")
     print(f"T_verif base/spec  {ev.t_verif_base_s * 1e3:.3f} / {ev.t_verif_spec_s * 1e3:.3f} ms")
     print(f"T_draft            {ev.t_draft_s * 1e3:.3f} ms")
     print(f"tokens/s per user  {fmt(ev.tokens_per_s_per_user)}  "
@@ -113,6 +114,10 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             "guidelines": [g.model_dump() for g in rec.guidelines],
             "explanation": rec.explanation,
             "unavailable": rec.unavailable,
+            "max_fitting_batch": rec.max_fitting_batch,
+            "fit_hints": rec.fit_hints,
+            "confidence": rec.confidence,
+            "confidence_text": rec.confidence_text,
         })
         return 0
     for g in rec.guidelines:
@@ -120,11 +125,14 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     print()
     print(rec.explanation)
     for o in rec.ranking[:10]:
-        print(f"  {o.mechanism:<9} D={o.draft_len:<3} {o.speedup:6.3f}×"
-              f"  AL {o.acceptance_length:.2f}"
-              f"  draft {o.draft_overhead_fraction:.0%}  {o.training}")
+        band = f"[{fmt(o.speedup_low)}–{fmt(o.speedup_high)}]"
+        print(f"  {o.mechanism:<9} D={o.draft_len:<3} {o.speedup:6.3f}× {band:<15}"
+              f"  AL {o.acceptance_length:.2f}{'*' if o.acceptance_model_extended else ' '}"
+              f"  draft {o.draft_overhead_fraction:.0%}  {o.acceptance_evidence}; {o.availability}")
     for slug, why in rec.unavailable.items():
         print(f"  {slug:<9} unavailable: {why}")
+    if any(o.acceptance_model_extended for o in rec.ranking[:10]):
+        print("  * AL model-extended past the published/measured D (an acceptance model, not data)")
     return 0
 
 

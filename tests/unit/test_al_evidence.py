@@ -1,0 +1,88 @@
+"""AL within its evidence: the reproductions of issue 11 give bounded, flagged answers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from explorer import Scenario, evaluate, recommend, sweep
+from explorer.analysis.views import al_curves
+from explorer.presets import sample_curves
+from explorer.specs.scenario import Acceptance
+from explorer.ui import figures
+from tests.support.paths import SAMPLES
+from tests.unit.test_cli import run
+
+SPEED_BENCH = str(SAMPLES / "speed_bench_report_D3.csv")  # AL 3.32 at D=3 (first category)
+ONE_POINT = "eagle3/Llama-3.3-70B-Instruct/MT-bench"  # AL 2.88 at D=7
+LLAMA8_H100 = ("--hardware", "h100", "--model", "llama-3.1-8b", "--tp", "1", "--batch", "1")
+
+
+def test_cli_evaluate_of_a_d3_report_at_d10_is_model_extended_not_1_plus_d():
+    code, out, _ = run("evaluate", "--al-file", SPEED_BENCH, "--draft-len", "10", "--json")
+    assert code == 0
+    data = json.loads(out)
+    # before: AL 11.0 (= 1 + D). Now the EAGLE-3 prior's shape scaled to the one point.
+    assert data["acceptance_length"] == pytest.approx(4.48, abs=0.01)
+    assert data["acceptance_extrapolated"] is True
+    assert "measured at D ∈ {3}; model-extended elsewhere" in data["acceptance_source"]
+    # bounded by what non-increasing acceptance allows past D=3: 3.32 + 7 × 2.32/3
+    assert data["acceptance_length"] <= 3.32 + 7 * 2.32 / 3
+    code, text, _ = run("evaluate", "--al-file", SPEED_BENCH, "--draft-len", "10")
+    assert "acceptance length  4.480 (model-extended)" in text
+
+
+def test_cli_recommend_with_the_d3_report_has_no_al_above_its_evidence():
+    code, out, _ = run("recommend", "--al-file", SPEED_BENCH, *LLAMA8_H100, "--json")
+    assert code == 0
+    data = json.loads(out)
+    eagle = [o for o in data["ranking"] if o["mechanism"] == "eagle3"]
+    assert eagle and max(o["acceptance_length"] for o in eagle) < 4.6  # before: 33.00 at D=32
+    for o in eagle:
+        assert o["acceptance_model_extended"] == (o["draft_len"] != 3), o
+        assert o["acceptance_length"] <= 3.32 + max(0, o["draft_len"] - 3) * 2.32 / 3 + 1e-9
+    best = data["best"]
+    assert best["draft_len"] < 32 and best["speedup"] < 5, best  # before: D=32, 13.97×
+
+
+def test_a_one_point_sample_curve_stays_near_its_point():
+    curve = sample_curves()[ONE_POINT]
+    sc = Scenario(draft_len=12, acceptance=Acceptance(kind="curve", curve=curve))
+    ev = evaluate(sc)
+    assert ev.acceptance_length == pytest.approx(2.994, abs=0.005)  # before: 12.25
+    assert ev.acceptance_extrapolated and ev.speedup is not None and ev.speedup < 3.0
+    at7 = evaluate(sc.model_copy(update={"draft_len": 7}))
+    assert at7.acceptance_length == pytest.approx(2.88) and not at7.acceptance_extrapolated
+    rec = recommend(sc)
+    eagle = [o for o in rec.ranking if o.mechanism == "eagle3"]
+    assert max(o.acceptance_length for o in eagle) < 3.01  # before: "D=31 … AL 32.00"
+    assert all(o.acceptance_model_extended == (o.draft_len != 7) for o in eagle)
+    best_eagle = eagle[0]
+    assert best_eagle.draft_len < 31
+    if rec.best is not None and rec.best.acceptance_model_extended:
+        assert "model-extended" in rec.explanation
+
+
+def test_the_sweep_flags_model_extended_rows():
+    curve = sample_curves()[ONE_POINT]
+    sc = Scenario(acceptance=Acceptance(kind="curve", curve=curve))
+    df = sweep(sc, draft_len=[0, 6, 7, 8], with_breakdown=False)
+    assert list(df["acceptance_model_extended"]) == [False, True, False, True]
+
+
+def test_the_al_chart_draws_the_model_extended_part_dashed():
+    curve = sample_curves()[ONE_POINT]
+    series = al_curves(Scenario(acceptance=Acceptance(kind="curve", curve=curve)))
+    fig = figures.al_figure(series, "eagle3")
+    mine = [t for t in fig.data if t.legendgroup and "this scenario" in t.legendgroup]
+    band, solid, dashed = mine  # the 80 % band of the model-extended part, then the line
+    assert band.fill == "toself" and "80% band" in band.name
+    assert solid.line.dash is None and dashed.line.dash == "dash"
+    ys, yd = np.asarray(solid.y, dtype=float), np.asarray(dashed.y, dtype=float)
+    assert np.isfinite(ys[[0, 7]]).all() and np.isnan(ys[[1, 8, 12]]).all()  # data at D=0, 7
+    assert np.isfinite(yd[8:]).all() and yd[12] == pytest.approx(2.994, abs=0.005)
+    prior = [t for t in fig.data if t.legendgroup == "EAGLE-3 head (prior)"]
+    assert len(prior) == 3 and prior[0].fill == "toself"  # band, within evidence, extended
+    assert np.isnan(np.asarray(prior[1].y, dtype=float)[11:]).all()
