@@ -20,7 +20,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from pydantic import TypeAdapter, ValidationError
 
+from explorer.base.limits import MAX_MEASURED_ROWS
+from explorer.base.quoting import quote
+from explorer.measured._bounds import over_cap
 from explorer.measured._curves import (
     build_curve,
     check_rates,
@@ -29,18 +33,50 @@ from explorer.measured._curves import (
 )
 from explorer.measured._json import int_key, load_json
 from explorer.measured._problems import Collector, finish
-from explorer.measured._time_units import TimeColumn, check_time_units
+from explorer.measured._time_units import TimeColumn, check_time_units, out_of_range_message
 from explorer.measured.schemas import VllmDynamicSdConfigFile, validate_json_object
 from explorer.model.acceptance import al_from_marginal
-from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance, StepTimings
+from explorer.specs.measured import (
+    AcceptanceCurve,
+    ParseResult,
+    Provenance,
+    StepTimings,
+    times_within_bounds,
+)
 
 FORMAT = "vllm_dynamic_sd_config"
+_LATENCY = TypeAdapter(float)
+
+
+def _check_batch_stats(obj: object, col: Collector) -> bool:
+    """batch_stats, the one nested table, is checked here first: its size against the step-row
+    cap, and its shape, so that pydantic never reports (and holds) one error per entry."""
+    stats = obj.get("batch_stats") if isinstance(obj, dict) else None
+    if not isinstance(stats, dict):
+        return True  # absent or not an object: the schema check names it
+    entries = sum(len(v) for v in stats.values() if isinstance(v, dict))
+    if entries > MAX_MEASURED_ROWS:
+        over_cap(col, "batch_stats", entries, MAX_MEASURED_ROWS, "latencies (step rows)",
+                 "MAX_MEASURED_ROWS", field="batch_stats")
+        return False
+    for bs_key, per_k in stats.items():
+        if not isinstance(per_k, dict):
+            col.error(f"expected an object {{num drafts: latency in ms}}, got {quote(per_k)}",
+                      field=f"batch_stats.{bs_key}")
+            continue
+        for k_key, itl in per_k.items():
+            try:
+                _LATENCY.validate_python(itl)  # what the schema accepts, one entry at a time
+            except ValidationError:
+                col.error(f"latency must be a number of ms, got {quote(itl)}",
+                          field=f"batch_stats.{bs_key}.{k_key}")
+    return not col.has_errors
 
 
 def parse_text(name: str, text: str) -> ParseResult:
     col = Collector()
     obj = load_json(text, col)
-    if obj is None:
+    if obj is None or not _check_batch_stats(obj, col):
         return finish(FORMAT, "", col)
     cfg = validate_json_object(VllmDynamicSdConfigFile, obj, col, "dynamic SD config")
     if cfg is None:
@@ -64,7 +100,7 @@ def parse_text(name: str, text: str) -> ParseResult:
         bs = int_key(bs_key)
         if bs is None or bs < 1:
             col.error(
-                f"batch size key '{bs_key}' is not a whole number >= 1",
+                f"batch size key {quote(bs_key)} is not a whole number >= 1",
                 field=f"batch_stats.{bs_key}",
             )
             continue
@@ -73,7 +109,7 @@ def parse_text(name: str, text: str) -> ParseResult:
             kk = int_key(k_key)
             where = f"batch_stats.{bs_key}.{k_key}"
             if kk is None or kk < 0:
-                col.error(f"draft count key '{k_key}' is not a whole number >= 0", field=where)
+                col.error(f"draft count key {quote(k_key)} is not a whole number >= 0", field=where)
                 continue
             if not math.isfinite(itl):
                 col.error(f"latency must be a finite number of ms, got {itl}", field=where)
@@ -82,6 +118,9 @@ def parse_text(name: str, text: str) -> ParseResult:
                 col.error(
                     f"latency is {'negative' if itl < 0 else 'zero'}: {itl:g} ms", field=where
                 )
+                continue
+            if not times_within_bounds(itl / 1e3):
+                col.error(out_of_range_message("latency", f"{itl!r} ms", itl / 1e3), field=where)
                 continue
             if kk > k:
                 col.warn(f"k = {kk} exceeds max_num_speculative_tokens = {k}", field=where)
