@@ -210,15 +210,9 @@ def parse_numbers(
     problem = np.zeros(len(raw), dtype=bool)
 
     def report(bad: BoolArray, make: str) -> None:
-        # One message per bad row, but only as many as the problem list shows (the rest are
-        # counted), so a column of 200k bad cells formats a page of messages.
-        idx = np.flatnonzero(bad & active & ~problem)
-        shown = idx[: col.room()]
-        for i in shown:
-            value = float(num[i]) if finite[i] else raw[i]
-            col.error(make.format(v=value, raw=quote(raw[i])), row=int(tab.rows[i]),
-                      field=header)
-        col.skip("error", idx.size - shown.size)
+        col.add_each("error", np.flatnonzero(bad & active & ~problem), lambda i: (
+            make.format(v=float(num[i]) if finite[i] else raw[i], raw=quote(raw[i])),
+            int(tab.rows[i]), header))
         problem[bad] = True
 
     if required:

@@ -96,19 +96,15 @@ def build_curve(
     fields_ = list(fields) if fields is not None else ["AL"] * n
     within = al_within_bounds(als, draft_lens)
     ok = bool(within.all())
-    bad = np.flatnonzero(~within)
-    col.skip("error", bad.size - min(bad.size, col.room()))
-    for i in map(int, bad[: col.room()]):
-        d, a, r, f = draft_lens[i], als[i], rows_[i], fields_[i]
+
+    def bound_problem(i: int) -> tuple[str, int | None, str | None]:
+        d, a = draft_lens[i], als[i]
         if not math.isfinite(a):
-            col.error(f"{label}: AL at D={d} is not a finite number", r, f)
-        else:
-            col.error(
-                f"{label}: AL {a:g} at D={d} is outside [1, {1 + d}] (AL counts the bonus "
-                f"token, so 1 <= AL <= 1 + D)",
-                r,
-                f,
-            )
+            return f"{label}: AL at D={d} is not a finite number", rows_[i], fields_[i]
+        return (f"{label}: AL {a:g} at D={d} is outside [1, {1 + d}] (AL counts the bonus "
+                "token, so 1 <= AL <= 1 + D)", rows_[i], fields_[i])
+
+    col.add_each("error", [int(i) for i in np.flatnonzero(~within)], bound_problem)
     for i in range(1, n):
         if ok and als[i] < als[i - 1] - 1e-12:
             col.warn(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+import numpy.typing as npt
 from pydantic import ValidationError
 
 from explorer.base.limits import MAX_PROBLEMS
@@ -15,6 +17,8 @@ from explorer.specs.measured import (
     Severity,
     StepTimings,
 )
+
+T = TypeVar("T")
 
 
 class Collector:
@@ -41,6 +45,15 @@ class Collector:
     def skip(self, severity: Severity, count: int) -> None:
         """Count problems that are not listed."""
         self._dropped[severity] += max(0, count)
+
+    def add_each(self, severity: Severity, items: Sequence[T] | npt.NDArray[Any],
+                 problem: Callable[[T], tuple[str, int | None, str | None]]) -> None:
+        """One problem per item (message, row, field), formatting only the ones listed: a
+        column of 200k bad cells costs a page of messages."""
+        shown = items[: self.room(severity)]
+        for item in shown:
+            self.add(severity, *problem(item))
+        self.skip(severity, len(items) - len(shown))
 
     def add(
         self, severity: Severity, message: str, row: int | None = None, field: str | None = None

@@ -117,11 +117,9 @@ def seconds_of(tab: Table, tc: TimeColumn, nums: Numbers, col: Collector, what: 
     bad = nums.valid & ~times_within_bounds(seconds)
     if mask is not None:
         bad &= mask
-    idx = np.flatnonzero(bad)
-    shown = idx[: col.room()]
     raw = tab.df[tc.header].to_numpy(dtype=object)
-    for i in shown:
-        col.error(out_of_range_message(what, quote(raw[i]) + (f" {tc.unit}" if tc.unit else ""),
-                                       float(seconds[i])), int(tab.rows[i]), tc.header)
-    col.skip("error", idx.size - shown.size)
+    unit = f" {tc.unit}" if tc.unit else ""
+    col.add_each("error", np.flatnonzero(bad), lambda i: (
+        out_of_range_message(what, quote(raw[i]) + unit, float(seconds[i])),
+        int(tab.rows[i]), tc.header))
     return Numbers(values=seconds, valid=nums.valid & ~bad, empty=nums.empty)

@@ -24,6 +24,7 @@ import numpy as np
 from explorer.base.limits import MAX_CELL_CHARS, MAX_MEASURED_DRAFT_LEN
 from explorer.base.quoting import quote
 from explorer.measured._bounds import count_lines, iter_lines, over_cap
+from explorer.measured._csv import MAX_INT
 from explorer.measured._curves import (
     build_curve,
     check_al_consistency,
@@ -111,8 +112,10 @@ def parse_text(name: str, text: str) -> ParseResult:
         except ValueError:
             col.error(f"value {quote(raw_value)} is not a number", lineno, metric)
             continue
-        if not math.isfinite(value) or value < 0:
-            col.error(f"counter value must be finite and >= 0, got {raw_value}", lineno, metric)
+        if not math.isfinite(value) or value < 0 or value != int(value) or value > MAX_INT:
+            # These counters count drafts and tokens: a fraction (2.2e-309 drafts) is no count
+            col.error(f"counter value must be a whole number >= 0, got {quote(raw_value)}",
+                      lineno, metric)
             continue
         kept = {k: v for k, v in labels.items() if k not in ("engine", "position")}
         key = tuple(sorted(kept.items()))
