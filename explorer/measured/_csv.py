@@ -201,24 +201,23 @@ def parse_numbers(
     mask: BoolArray | None = None,
 ) -> Numbers:
     """Vectorized conversion of one column; every bad cell becomes a problem naming its row."""
-    s = tab.df[header]
-    raw = s.to_numpy(dtype=object)
-    empty = (s == "").to_numpy()
+    s = tab.df[header]  # cell text is read only for the problems listed (no object arrays)
+    empty = (s == "").to_numpy(dtype=bool)
     num = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    active = np.ones(len(raw), dtype=bool) if mask is None else mask
+    active = np.ones(len(s), dtype=bool) if mask is None else mask
     finite = np.isfinite(num)
-    problem = np.zeros(len(raw), dtype=bool)
+    problem = np.zeros(len(s), dtype=bool)
 
     def report(bad: BoolArray, make: str) -> None:
         col.add_each("error", np.flatnonzero(bad & active & ~problem), lambda i: (
-            make.format(v=float(num[i]) if finite[i] else raw[i], raw=quote(raw[i])),
+            make.format(v=float(num[i]) if finite[i] else s.iloc[i], raw=quote(s.iloc[i])),
             int(tab.rows[i]), header))
         problem[bad] = True
 
     if required:
         report(empty, f"missing {what}")
-    lowered = s.str.lower().str.lstrip("+-").to_numpy(dtype=object)
-    nonfinite_text = np.isin(lowered, ["nan", "inf", "infinity"])
+    nonfinite_text = s.str.lower().str.lstrip("+-").isin(["nan", "inf", "infinity"]).to_numpy(
+        dtype=bool)
     report(~empty & nonfinite_text, f"{what} must be a finite number, got {{raw}}")
     report(~empty & ~finite & np.isnan(num), f"{{raw}} is not a number ({what})")
     report(~empty & ~finite, f"{what} must be a finite number, got {{raw}}")
