@@ -11,8 +11,8 @@ import json
 
 import numpy as np
 from hypothesis import HealthCheck, event, given, settings
-from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 
 from explorer.base.limits import AL_BOUND_TOLERANCE, MAX_CURVE_POINTS, MAX_MEASURED_DRAFT_LEN
 from explorer.measured import ParseResult, parse_bytes

@@ -291,3 +291,19 @@ def test_calibration_is_cached_bounded_and_refuses_unknown_dtypes_clearly():
     unknown = GemmTimings.from_columns([1], 4096, 4096, "int4_wo", [1e-5])
     with pytest.raises(CalibrationError, match="int4_wo"):
         fit_kernel_efficiencies(hw, unknown, None)
+
+
+def test_step_fit_and_draft_back_out_are_bounded_by_the_same_row_cap():
+    from explorer.calibration import back_out_draft_cost, fit_step_overheads
+    from explorer.model.grid import scenario_model
+
+    model = scenario_model(Scenario())
+    n = MAX_CALIBRATION_ROWS + 1_000
+    batch = [1 + i % 256 for i in range(n)]
+    width = [1 + i % 4 for i in range(n)]
+    times = [0.01 + 1e-6 * i for i in range(n)]
+    step = fit_step_overheads(model, batch, width, 4096, times)
+    assert step.measured_s.size == MAX_CALIBRATION_ROWS
+    assert any("MAX_CALIBRATION_ROWS" in note for note in step.notes)
+    out = back_out_draft_cost(model, batch, [w - 1 for w in width], 4096, times)
+    assert out.batch.size == MAX_CALIBRATION_ROWS and "MAX_CALIBRATION_ROWS" in out.summary
