@@ -14,16 +14,20 @@ Three fits, all vectorized, one module each:
 * `back_out_draft_cost` (draft_backout.py) — speculative step times → T_draft = T_step −
   T_verif(B, 1+D) (model), next to the model's own T_draft(B, D).
 
+Every fit is bounded: above MAX_CALIBRATION_ROWS rows (explorer/base/limits.py) it uses an evenly
+spaced sample and says so in its notes or summary. Measurements no fit can use (every dtype
+unknown to the roofline) raise CalibrationError, whose message is for the user.
+
 A parameter that no measurement row constrains (e.g. η_c when every GEMM is memory-bound) keeps
 its starting value and the result says so in `notes`: only a bound is known.
 """
 
-from explorer.calibration._shared import mape
+from explorer.calibration._shared import CalibrationError, mape
 from explorer.calibration.draft_backout import DraftBackOut, back_out_draft_cost
 from explorer.calibration.kernel_efficiencies import Calibration, fit_kernel_efficiencies
 from explorer.calibration.step_overheads import StepCalibration, fit_step_overheads
 
 __all__ = [
-    "Calibration", "DraftBackOut", "StepCalibration", "back_out_draft_cost",
+    "Calibration", "CalibrationError", "DraftBackOut", "StepCalibration", "back_out_draft_cost",
     "fit_kernel_efficiencies", "fit_step_overheads", "mape",
 ]

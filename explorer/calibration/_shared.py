@@ -1,4 +1,5 @@
-"""What the three fits share: read-only array copies, the result base, MAPE, flat inputs."""
+"""What the three fits share: read-only array copies, the result base, MAPE, flat inputs, the
+bound on the rows a fit uses, and the error for measurements no fit can use."""
 
 from __future__ import annotations
 
@@ -8,12 +9,33 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from explorer.base.limits import MAX_CALIBRATION_ROWS
 from explorer.model.grid import ScenarioModel
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 StrArray = npt.NDArray[np.str_]
+
+
+class CalibrationError(ValueError):
+    """The measurements hold nothing this fit can use: the message says why, for the user."""
+
+
+def sample_rows(n: int, cap: int = MAX_CALIBRATION_ROWS) -> IntArray | None:
+    """Evenly spaced row indices when there are more than `cap` rows, else None (every row).
+
+    Deterministic, and spread over the whole table, so a table sorted by shape keeps every
+    shape in the sample; a fit's cost is then bounded whatever the table's size."""
+    if n <= cap:
+        return None
+    return np.unique(np.linspace(0, n - 1, cap).round().astype(np.int64))
+
+
+def sample_note(what: str, kept: int, rows: int) -> str:
+    return (f"{what}: fitted on an evenly spaced sample of {kept:,} of {rows:,} rows "
+            f"(at most {MAX_CALIBRATION_ROWS:,}, MAX_CALIBRATION_ROWS); figures and MAPE are "
+            "on the sample")
 
 
 def ro_float(x: npt.ArrayLike) -> FloatArray:

@@ -13,6 +13,8 @@ from explorer.calibration._shared import (
     group_or_preset,
     ro_bool,
     ro_float,
+    sample_note,
+    sample_rows,
 )
 from explorer.model.grid import ScenarioModel
 from explorer.model.layers import total
@@ -53,6 +55,10 @@ def back_out_draft_cost(
     b, d, s, t = flat(batch, draft_len, context, step_time_spec_s)
     if t.size == 0:
         raise ValueError("back_out_draft_cost needs at least one step time")
+    n_rows = t.size
+    sample = sample_rows(n_rows)
+    if sample is not None:
+        b, d, s, t = b[sample], d[sample], s[sample], t[sample]
     if not np.isfinite(t).all() or t.min() <= 0:
         raise ValueError("step_time_spec_s must be finite and > 0")
     if b.min() < 1 or d.min() < 0 or s.min() < 1:
@@ -82,6 +88,7 @@ def back_out_draft_cost(
     summary = (
         f"T_draft backed out of {t.size} step times: median measured/model {med:.2f}"
         + (f"; {n_neg} negative" if n_neg else "")
+        + (f" ({sample_note('draft back-out', t.size, n_rows)})" if sample is not None else "")
     )
     return DraftBackOut(
         batch=ro_float(b), draft_len=ro_float(d), context=ro_float(s),

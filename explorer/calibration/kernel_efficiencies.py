@@ -4,6 +4,7 @@ per-kernel timings on log-time residuals of the roofline."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -12,6 +13,7 @@ from scipy.optimize import least_squares
 
 from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.calibration._shared import (
+    CalibrationError,
     FloatArray,
     FrozenResult,
     IntArray,
@@ -20,6 +22,8 @@ from explorer.calibration._shared import (
     ro_float,
     ro_int,
     ro_str,
+    sample_note,
+    sample_rows,
 )
 from explorer.model.kernels import attention_time, gemm_time
 from explorer.specs.hardware import HardwareOverrides, HardwareSpec
@@ -59,9 +63,18 @@ class _AttentionRows:
     source_row: IntArray
 
 
-def _float(column: tuple[int, ...] | tuple[float, ...], keep: npt.NDArray[np.bool_]
-           ) -> FloatArray:
+def _float(column: tuple[int, ...] | tuple[float, ...], keep: IntArray) -> FloatArray:
     return np.asarray(column, dtype=np.float64)[keep]
+
+
+def _usable(ok: npt.NDArray[np.bool_], what: str, notes: list[str]) -> IntArray:
+    """The rows the fit uses: those it can model, sampled down to the row cap."""
+    rows = np.flatnonzero(ok).astype(np.int64)
+    sample = sample_rows(rows.size)
+    if sample is None:
+        return rows
+    notes.append(sample_note(what, sample.size, rows.size))
+    return rows[sample]
 
 
 def _gemm_rows(table: GemmTimings | None, notes: list[str]) -> _GemmRows | None:
@@ -78,8 +91,9 @@ def _gemm_rows(table: GemmTimings | None, notes: list[str]) -> _GemmRows | None:
         )
     if not ok.any():
         return None
-    return _GemmRows(_float(table.m, ok), _float(table.n, ok), _float(table.k, ok), dtype[ok],
-                     _float(table.time_s, ok), np.flatnonzero(ok).astype(np.int64))
+    use = _usable(ok, "GEMM", notes)
+    return _GemmRows(_float(table.m, use), _float(table.n, use), _float(table.k, use),
+                     dtype[use], _float(table.time_s, use), use)
 
 
 def _attention_rows(table: AttentionTimings | None, notes: list[str]) -> _AttentionRows | None:
@@ -96,10 +110,11 @@ def _attention_rows(table: AttentionTimings | None, notes: list[str]) -> _Attent
         )
     if not ok.any():
         return None
+    use = _usable(ok, "attention", notes)
     return _AttentionRows(
-        _float(table.batch, ok), _float(table.context, ok), _float(table.q_heads, ok),
-        _float(table.kv_heads, ok), _float(table.head_dim, ok), _float(table.q_len, ok),
-        kv[ok], _float(table.time_s, ok), np.flatnonzero(ok).astype(np.int64),
+        _float(table.batch, use), _float(table.context, use), _float(table.q_heads, use),
+        _float(table.kv_heads, use), _float(table.head_dim, use), _float(table.q_len, use),
+        kv[use], _float(table.time_s, use), use,
     )
 
 
@@ -269,6 +284,9 @@ def _fmt_param(i: int, value: float) -> str:
     return f"{value * 1e6:.3g} µs" if i == 2 else f"{value:.3f}"
 
 
+# Cached per (hardware, table): the Measured data page refits on every rerun otherwise. The
+# arguments are frozen models (hashable); the results hold read-only arrays, safe to share.
+@lru_cache(maxsize=8)
 def fit_kernel_efficiencies(
     hw: HardwareSpec,
     gemm: GemmTimings | None,
@@ -279,14 +297,19 @@ def fit_kernel_efficiencies(
     with the floor held at the GEMM fit), starting from `hw`. Without GEMM rows the floor is
     fitted on the attention rows.
 
-    Rows whose dtype has no roofline peak (int4_wo, …) are skipped with a note.
-    `loss="soft_l1"` makes the fit robust to outliers.
+    Rows whose dtype has no roofline peak (int4_wo, …) are skipped with a note; when no row is
+    left, CalibrationError says so. Above MAX_CALIBRATION_ROWS rows per kind an evenly spaced
+    sample is fitted, with a note. `loss="soft_l1"` makes the fit robust to outliers.
     """
     notes: list[str] = []
     g = _gemm_rows(gemm, notes)
     a = _attention_rows(attention, notes)
     if g is None and a is None:
-        raise ValueError("calibration needs at least one GEMM or attention timing")
+        if not notes:
+            raise CalibrationError("calibration needs at least one GEMM or attention timing")
+        raise CalibrationError(
+            f"nothing to calibrate: no kernel timing the roofline can model "
+            f"({'; '.join(notes)}). Known dtypes: {', '.join(BYTES_PER_ELEMENT)}")
 
     unit = _unit_hw(hw)
     updates: dict[str, float] = {}

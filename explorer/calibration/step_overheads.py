@@ -13,6 +13,8 @@ from explorer.calibration._shared import (
     group_or_preset,
     mape,
     ro_float,
+    sample_note,
+    sample_rows,
 )
 from explorer.model.grid import ScenarioModel
 from explorer.model.layers import total
@@ -64,6 +66,11 @@ def fit_step_overheads(
     b, w, s, t = flat(batch, width, context, step_time_s)
     if t.size == 0:
         raise ValueError("fit_step_overheads needs at least one step time")
+    notes: list[str] = []
+    sample = sample_rows(t.size)
+    if sample is not None:
+        notes.append(sample_note("step overheads", sample.size, t.size))
+        b, w, s, t = b[sample], w[sample], s[sample], t[sample]
     if not np.isfinite(t).all() or t.min() <= 0:
         raise ValueError("step_time_s must be finite and > 0")
     if b.min() < 1 or w.min() < 1 or s.min() < 1:
@@ -71,7 +78,6 @@ def fit_step_overheads(
     ovh0 = scenario_model.r.hardware.step_overhead_s
     t_model = total(scenario_model.verify(b, w, s, group_or_preset(scenario_model, group)))
     x = t_model - ovh0  # the analytic per-layer part (kernels, launches, comms)
-    notes: list[str] = []
 
     a = np.stack([x / t, 1.0 / t], axis=1)
     rank = int(np.linalg.matrix_rank(a))

@@ -9,7 +9,13 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import ValidationError
 
-from explorer.base.limits import MAX_LABEL_CHARS
+from explorer.base.limits import (
+    MAX_CURVE_POINTS,
+    MAX_CURVES,
+    MAX_LABEL_CHARS,
+    MAX_MEASURED_DRAFT_LEN,
+)
+from explorer.measured._bounds import over_cap
 from explorer.measured._problems import Collector, validation_message
 from explorer.model.acceptance import conditional_from_marginal
 from explorer.specs.measured import (
@@ -25,6 +31,14 @@ from explorer.specs.measured import (
 AL_CONSISTENCY_TOL = 0.02
 # Conditional and marginal vectors given together must agree to this (files round to 1e-6).
 RATE_CONSISTENCY_TOL = 1e-3
+
+
+def too_many_curves(col: Collector, count: int, what: str = "curves") -> bool:
+    """Refuse a file with more AL curves than one file may hold, before building any."""
+    if count > MAX_CURVES:
+        over_cap(col, "the file", count, MAX_CURVES, what, "MAX_CURVES")
+        return True
+    return False
 
 
 def group_provenance(
@@ -61,23 +75,36 @@ def build_curve(
     rows: Sequence[int | None] | None = None,
     fields: Sequence[str | None] | None = None,
 ) -> AcceptanceCurve | None:
-    """Check the AL bounds and monotonicity of one curve, then build it (None on errors)."""
+    """Check the curve's size, AL bounds and monotonicity, then build it (None on errors).
+
+    The checks are the AcceptanceCurve type's own (explorer/base/limits.py), made first so
+    that each failure names its row and field; AL within the float tolerance above 1 + D is
+    stored as 1 + D."""
     n = len(draft_lens)
+    points = max(n, len(conditional or ()))
+    if points > MAX_CURVE_POINTS:
+        what = "draft lengths" if n >= points else "per-position rates"
+        over_cap(col, label, points, MAX_CURVE_POINTS, what, "MAX_CURVE_POINTS: points of one "
+                 "AL curve")
+        return None
+    if n and max(draft_lens) > MAX_MEASURED_DRAFT_LEN:
+        col.error(f"{label}: D={max(draft_lens)} is past the largest draft length a measurement "
+                  f"may name ({MAX_MEASURED_DRAFT_LEN}, MAX_MEASURED_DRAFT_LEN)",
+                  None if rows is None else rows[int(np.argmax(draft_lens))], "D")
+        return None
     rows_ = list(rows) if rows is not None else [None] * n
     fields_ = list(fields) if fields is not None else ["AL"] * n
     within = al_within_bounds(als, draft_lens)
     ok = bool(within.all())
-    for i in map(int, np.flatnonzero(~within)):
-        d, a, r, f = draft_lens[i], als[i], rows_[i], fields_[i]
+
+    def bound_problem(i: int) -> tuple[str, int | None, str | None]:
+        d, a = draft_lens[i], als[i]
         if not math.isfinite(a):
-            col.error(f"{label}: AL at D={d} is not a finite number", r, f)
-        else:
-            col.error(
-                f"{label}: AL {a:g} at D={d} is outside [1, {1 + d}] (AL counts the bonus "
-                f"token, so 1 <= AL <= 1 + D)",
-                r,
-                f,
-            )
+            return f"{label}: AL at D={d} is not a finite number", rows_[i], fields_[i]
+        return (f"{label}: AL {a:g} at D={d} is outside [1, {1 + d}] (AL counts the bonus "
+                "token, so 1 <= AL <= 1 + D)", rows_[i], fields_[i])
+
+    col.add_each("error", [int(i) for i in np.flatnonzero(~within)], bound_problem)
     for i in range(1, n):
         if ok and als[i] < als[i - 1] - 1e-12:
             col.warn(
@@ -102,7 +129,9 @@ def build_curve(
             mechanism=mechanism,
             draft_style=draft_style,
             draft_lens=tuple(int(d) for d in draft_lens),
-            acceptance_lengths=tuple(float(a) for a in als),
+            acceptance_lengths=tuple(
+                np.minimum(np.asarray(als, dtype=np.float64),
+                           1.0 + np.asarray(draft_lens, dtype=np.float64)).tolist()),
             conditional_rates=None if conditional is None else tuple(float(c) for c in conditional),
             provenance=provenance,
             max_supported_draft_len=max_supported,

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable
 
+from explorer.base.limits import MAX_FILE_BYTES, MAX_LABEL_CHARS
+from explorer.base.quoting import quote
 from explorer.measured import (
     al_csv,
     position_csv,
@@ -16,13 +19,12 @@ from explorer.measured import (
     vllm_dynamic,
     vllm_metrics,
 )
+from explorer.measured._bounds import check_json_shape, check_line_count
 from explorer.measured._csv import find_column, read_header
 from explorer.measured._problems import Collector, finish
 from explorer.specs.measured import ParseResult, Problem
 
 Parser = Callable[[str, str], ParseResult]
-# The upload limit (the app's server.maxUploadSize says the same in MB).
-MAX_FILE_BYTES = 50 * 1024 * 1024
 
 PARSERS: dict[str, Parser] = {
     al_csv.FORMAT: al_csv.parse_text,
@@ -163,7 +165,7 @@ def _unrecognised(name: str, text: str, col: Collector) -> None:
     if keys is not None:
         hint = f" (a JSON object with keys {', '.join(sorted(keys)[:12])})"
     col.error(
-        f"could not recognise the format of '{name}'{hint}. Accepted: "
+        f"could not recognise the format of {quote(name, MAX_LABEL_CHARS)}{hint}. Accepted: "
         + ", ".join(PARSERS)
         + ". Download a template to see the expected columns or keys"
     )
@@ -174,11 +176,17 @@ def parse_as(name: str, data: bytes, fmt: str | None = None) -> ParseResult:
     try:
         col = Collector()
         if fmt is not None and fmt not in PARSERS:
-            col.error(f"unknown format '{fmt}'; formats: {', '.join(PARSERS)}")
+            col.error(f"unknown format {quote(fmt)}; formats: {', '.join(PARSERS)}")
             return finish(UNKNOWN_FORMAT, "", col)
         text = decode(data, col)
         if text is None:
             return finish(fmt or UNKNOWN_FORMAT, "", col)
+        # The file-wide caps come before anything that costs per value (json.loads, pandas).
+        if text.lstrip().startswith(("{", "[")):
+            if not check_json_shape(text, col):
+                return finish(fmt or UNKNOWN_FORMAT, "", col)
+        elif not check_line_count(text, col):
+            return finish(fmt or detect_format(name, text) or UNKNOWN_FORMAT, "", col)
         chosen = fmt or detect_format(name, text)
         if chosen is None:
             _unrecognised(name, text, col)
@@ -200,23 +208,50 @@ def parse_as(name: str, data: bytes, fmt: str | None = None) -> ParseResult:
         )
 
 
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a non-regular file is (opening a FIFO would block until a writer comes)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _FILE_KINDS if test(mode)), "not a regular file")
+
+
 def validate_path(path: str | os.PathLike[str], fmt: str | None = None) -> ParseResult:
-    """Read and parse a file from disk. Never raises (missing file, directory, too big)."""
+    """Read and parse a file from disk. Never raises (missing file, directory, FIFO, device,
+    too big) and never blocks: the kind of file is checked before it is opened, and again on
+    the open descriptor (opened non-blocking, so a FIFO swapped in meanwhile cannot hang)."""
     name = os.path.basename(os.fspath(path))
+    shown = quote(os.fspath(path), MAX_LABEL_CHARS)
     col = Collector()
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
+        kind = _not_regular(os.stat(path).st_mode)
+        if kind is None:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                kind = _not_regular(st.st_mode)
+                if kind is None and st.st_size <= MAX_FILE_BYTES:
+                    data = fh.read(MAX_FILE_BYTES + 1)
+                else:
+                    data = b""
+                size = st.st_size
+        if kind is not None:
+            col.error(f"cannot read {shown}: it is {kind}, not a regular file")
+            return finish(fmt or UNKNOWN_FORMAT, "", col)
+        if size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
             col.error(
-                f"the file is {size / 2**20:.1f} MiB; the limit is {MAX_FILE_BYTES / 2**20:.0f} MiB"
+                f"the file is {max(size, len(data)) / 2**20:.1f} MiB; the limit is "
+                f"{MAX_FILE_BYTES / 2**20:.0f} MiB"
             )
             return finish(fmt or UNKNOWN_FORMAT, "", col)
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        col.error(f"cannot read '{os.fspath(path)}': {exc.strerror or exc}")
+        col.error(f"cannot read {shown}: {exc.strerror or exc}")
         return finish(fmt or UNKNOWN_FORMAT, "", col)
     except Exception as exc:
-        col.error(f"cannot read '{path}': {exc}")
+        col.error(f"cannot read {shown}: {type(exc).__name__}")
         return finish(fmt or UNKNOWN_FORMAT, "", col)
     return parse_as(name, data, fmt)

@@ -24,6 +24,8 @@ def load_json(text: str, col: Collector) -> object | None:
 
 def json_number(value: object) -> float | None:
     """A JSON number (not a bool) as float, else None."""
+    if type(value) is float:  # the common case first: JSON lines call this per value
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
@@ -33,6 +35,8 @@ def json_number(value: object) -> float | None:
 
 
 def json_int(value: object) -> int | None:
+    if type(value) is int:
+        return value if abs(value) <= MAX_INT else None
     v = json_number(value)
     if v is None or not math.isfinite(v) or v != int(v) or abs(v) > MAX_INT:
         return None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
+from explorer.base.quoting import quote
 from explorer.presets import mechanism_presets
 from explorer.specs.measured import KNOWN_MECHANISMS, DraftStyle, Mechanism
 
@@ -31,6 +33,7 @@ _MECHANISM_ALIASES: dict[str, Mechanism] = {
 KNOWN_MECHANISMS_TEXT = ", ".join(KNOWN_MECHANISMS)
 
 
+@lru_cache(maxsize=4096)  # a 200k-row table names a few mechanisms: normalise each once
 def normalize_mechanism(raw: str) -> tuple[Mechanism | None, DraftStyle | None, bool]:
     """(mechanism, draft style, recognised). Empty text is (None, None, True).
 
@@ -81,4 +84,4 @@ def parse_draft_style(raw: str) -> tuple[DraftStyle | None, bool]:
 
 
 def unknown_mechanism_message(raw: str) -> str:
-    return f"unknown mechanism '{raw}'; known mechanisms: {KNOWN_MECHANISMS_TEXT}"
+    return f"unknown mechanism {quote(raw)}; known mechanisms: {KNOWN_MECHANISMS_TEXT}"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+import numpy.typing as npt
 from pydantic import ValidationError
 
+from explorer.base.limits import MAX_PROBLEMS
 from explorer.specs.measured import (
     AcceptanceCurve,
     KernelTimings,
@@ -15,27 +18,51 @@ from explorer.specs.measured import (
     StepTimings,
 )
 
-# More problems than this are summarised in one final problem (a 100k-row file where every row
-# is bad would otherwise carry 100k messages).
-MAX_PROBLEMS = 10_000
+T = TypeVar("T")
 
 
 class Collector:
-    """Accumulates problems; every parser reports all of them, not just the first."""
+    """Accumulates problems; every parser reports all of them, not just the first.
+
+    Only a page of them is kept (MAX_PROBLEMS, errors before warnings); the rest are counted and
+    summarised in one final "and N more" problem, so a 200k-row file where every row is bad costs
+    a page of messages, not 200k of them.
+    """
 
     def __init__(self) -> None:
-        self._items: list[Problem] = []
-        self._dropped = 0
-        self._dropped_errors = 0
+        self._errors: list[Problem] = []
+        self._warnings: list[Problem] = []
+        self._dropped: dict[Severity, int] = {"error": 0, "warning": 0}
+
+    def _kept(self, severity: Severity) -> list[Problem]:
+        return self._errors if severity == "error" else self._warnings
+
+    def room(self, severity: Severity = "error") -> int:
+        """How many more problems of this severity would be listed (callers with one problem
+        per bad row format only that many messages and `skip` the rest)."""
+        return max(0, MAX_PROBLEMS - len(self._kept(severity)))
+
+    def skip(self, severity: Severity, count: int) -> None:
+        """Count problems that are not listed."""
+        self._dropped[severity] += max(0, count)
+
+    def add_each(self, severity: Severity, items: Sequence[T] | npt.NDArray[Any],
+                 problem: Callable[[T], tuple[str, int | None, str | None]]) -> None:
+        """One problem per item (message, row, field), formatting only the ones listed: a
+        column of 200k bad cells costs a page of messages."""
+        shown = items[: self.room(severity)]
+        for item in shown:
+            self.add(severity, *problem(item))
+        self.skip(severity, len(items) - len(shown))
 
     def add(
         self, severity: Severity, message: str, row: int | None = None, field: str | None = None
     ) -> None:
-        if len(self._items) >= MAX_PROBLEMS:
-            self._dropped += 1
-            self._dropped_errors += severity == "error"
+        if not self.room(severity):
+            self._dropped[severity] += 1
             return
-        self._items.append(Problem(row=row, field=field, message=message, severity=severity))
+        self._kept(severity).append(
+            Problem(row=row, field=field, message=message, severity=severity))
 
     def error(self, message: str, row: int | None = None, field: str | None = None) -> None:
         self.add("error", message, row, field)
@@ -45,21 +72,28 @@ class Collector:
 
     @property
     def has_errors(self) -> bool:
-        return self._dropped_errors > 0 or any(p.severity == "error" for p in self._items)
+        return bool(self._errors) or self._dropped["error"] > 0
 
     def error_count(self) -> int:
-        return self._dropped_errors + sum(p.severity == "error" for p in self._items)
+        return len(self._errors) + self._dropped["error"]
 
     def problems(self) -> tuple[Problem, ...]:
-        """File-level problems first, then by row (stable, so related messages stay together)."""
-        items = sorted(self._items, key=lambda p: -1 if p.row is None else p.row)
-        if self._dropped:
-            severity: Severity = "error" if self._dropped_errors else "warning"
+        """At most a page: errors first, warnings fill what is left; file-level problems first,
+        then by row (stable, so related messages stay together); then "and N more"."""
+        warnings = self._warnings[: max(0, MAX_PROBLEMS - len(self._errors))]
+        hidden: dict[Severity, int] = {
+            "error": self._dropped["error"],
+            "warning": self._dropped["warning"] + len(self._warnings) - len(warnings),
+        }
+        items = sorted(self._errors + warnings, key=lambda p: -1 if p.row is None else p.row)
+        more = hidden["error"] + hidden["warning"]
+        if more:
+            kinds = [f"{n} {k}{'s' if n != 1 else ''}" for k, n in hidden.items() if n]
             items.append(
                 Problem(
-                    message=f"... and {self._dropped} more problems like the ones above "
-                    f"(the first {MAX_PROBLEMS} are listed)",
-                    severity=severity,
+                    message=f"... and {more} more problems ({', '.join(kinds)}) like the ones "
+                    f"above (the first {MAX_PROBLEMS} are listed)",
+                    severity="error" if hidden["error"] else "warning",
                 )
             )
         return tuple(items)

@@ -17,8 +17,15 @@ from itertools import pairwise
 
 import numpy as np
 
+from explorer.base.limits import MAX_MEASURED_DRAFT_LEN
+from explorer.base.quoting import quote
 from explorer.measured._csv import Table, find_column, parse_numbers, parse_temperature, read_csv
-from explorer.measured._curves import build_curve, group_provenance, join_nonempty
+from explorer.measured._curves import (
+    build_curve,
+    group_provenance,
+    join_nonempty,
+    too_many_curves,
+)
 from explorer.measured._mechanisms import (
     normalize_mechanism,
     parse_draft_style,
@@ -69,7 +76,8 @@ def parse_text(name: str, text: str) -> ParseResult:
     if d_col is None or al_col is None:
         return finish(FORMAT, "", col)
 
-    d = parse_numbers(tab, d_col, col, integer=True, minimum=1, what="draft length D")
+    d = parse_numbers(tab, d_col, col, integer=True, minimum=1, maximum=MAX_MEASURED_DRAFT_LEN,
+                      what="draft length D")
     al = parse_numbers(tab, al_col, col, what="acceptance length AL")
     mech_col = find_column(h, MECHANISM_ALIASES)
     style_col = find_column(h, STYLE_ALIASES)
@@ -111,6 +119,9 @@ def parse_text(name: str, text: str) -> ParseResult:
         groups[key].append(i)
 
     curves: list[AcceptanceCurve] = []
+    if too_many_curves(col, len(groups), "curves (distinct mechanism, dataset, model, "
+                       "temperature, drafter)"):
+        return finish(FORMAT, "", col)
     for key, idx in groups.items():
         mech_name, dataset, model, temp_raw, drafter = key
         first = idx[0]
@@ -144,7 +155,8 @@ def parse_text(name: str, text: str) -> ParseResult:
             given = next((styles_raw[i] for i in idx if styles_raw[i]), "")
             parsed, known_style = parse_draft_style(given)
             if not known_style:
-                col.error(f"draft_style '{given}' is not chain, block or tree", row0, style_col)
+                col.error(f"draft_style {quote(given)} is not chain, block or tree", row0,
+                          style_col)
             elif given:
                 style = parsed
         max_supported = None

@@ -24,6 +24,8 @@ from typing import Literal
 
 import numpy as np
 
+from explorer.base.limits import MAX_MEASURED_DRAFT_LEN
+from explorer.base.quoting import quote
 from explorer.measured._csv import Numbers, find_column, parse_numbers, parse_temperature, read_csv
 from explorer.measured._curves import (
     RATE_CONSISTENCY_TOL,
@@ -32,6 +34,7 @@ from explorer.measured._curves import (
     conditional_rates_of,
     group_provenance,
     join_nonempty,
+    too_many_curves,
     warn_if_marginals_increase,
 )
 from explorer.measured._mechanisms import normalize_mechanism, unknown_mechanism_message
@@ -52,7 +55,7 @@ FORMAT = "position_acceptance_csv"
 
 Kind = Literal["conditional", "marginal"]
 POSITION_ALIASES = ("position", "pos", "draft_position")
-MAX_POSITION = 1024
+MAX_POSITION = MAX_MEASURED_DRAFT_LEN
 RATE_ALIASES = ("rate", "acceptance", "acceptance_rate", "accept_rate", "value")
 KIND_ALIASES = ("kind", "rate_kind", "type")
 CONDITIONAL_COLUMNS = ("conditional", "conditional_rate", "conditional_acceptance")
@@ -118,7 +121,7 @@ def parse_text(name: str, text: str) -> ParseResult:
             k = parse_kind(raw)
             if k is None:
                 col.error(
-                    f"kind '{raw}' is neither conditional nor marginal "
+                    f"kind {quote(raw)} is neither conditional nor marginal "
                     f"(also accepted: unconditional, joint, cumulative)",
                     int(tab.rows[i]),
                     kind_col,
@@ -171,6 +174,9 @@ def parse_text(name: str, text: str) -> ParseResult:
         groups[key].append(i)
 
     curves: list[AcceptanceCurve] = []
+    if too_many_curves(col, len(groups), "curves (distinct mechanism, dataset, model, "
+                       "temperature, drafter)"):
+        return finish(FORMAT, "", col)
     for group_key, idx in groups.items():
         mech_name, dataset, model, temp_raw, drafter = group_key
         row0 = int(tab.rows[idx[0]])
@@ -216,7 +222,9 @@ def parse_text(name: str, text: str) -> ParseResult:
             if missing:
                 col.error(
                     f"{label}: {kind} rates missing for position(s) "
-                    f"{', '.join(map(str, missing))} (positions must run 1..{n})",
+                    f"{', '.join(map(str, missing[:10]))}"
+                    f"{f', … ({len(missing)} in all)' if len(missing) > 10 else ''} "
+                    f"(positions must run 1..{n})",
                     None,
                     pos_col,
                 )

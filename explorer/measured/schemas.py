@@ -12,6 +12,13 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from explorer.base.dtypes import WEIGHT_DTYPES, spellings_of
+from explorer.base.limits import (
+    MAX_CATEGORIES,
+    MAX_CURVE_POINTS,
+    MAX_MEASURED_DRAFT_LEN,
+    MAX_MEASURED_ROWS,
+)
+from explorer.base.quoting import quote
 from explorer.measured._problems import Collector
 
 
@@ -156,20 +163,22 @@ class SpeculationProfileFile(_FileModel):
     method: str | None = None
     draft_checkpoint: str | dict[str, Any] | None = None
     target_model: str | dict[str, Any] | None = None
-    num_speculative_tokens: int | None = Field(None, ge=1)
+    num_speculative_tokens: int | None = Field(None, ge=1, le=MAX_MEASURED_DRAFT_LEN)
     block_size: int | None = None
-    max_supported_k: int | None = Field(None, ge=1)
+    max_supported_k: int | None = Field(None, ge=1, le=MAX_MEASURED_DRAFT_LEN)
     verification_method: str | None = None
-    conditional_accept_rates: list[float] | None = None
-    marginal_accept_rates: list[float] | None = None
+    conditional_accept_rates: list[float] | None = Field(None, max_length=MAX_MEASURED_DRAFT_LEN)
+    marginal_accept_rates: list[float] | None = Field(None, max_length=MAX_MEASURED_DRAFT_LEN)
     mean_accept_length: float | None = None
     mean_accept_length_per_request: float | None = None
     accept_length_model: str | None = Field(
         None, description="chain_analytic (extrapolates over K) or measured_per_k (block)"
     )
-    accept_length_by_k: dict[str, float] | None = None
-    acceptance_length_histogram: dict[str, float] | None = None
-    per_category: dict[str, float | dict[str, Any]] | None = None
+    accept_length_by_k: dict[str, float] | None = Field(None, max_length=MAX_CURVE_POINTS)
+    acceptance_length_histogram: dict[str, float] | None = Field(
+        None, max_length=MAX_MEASURED_DRAFT_LEN + 1)
+    per_category: dict[str, float | dict[str, Any]] | None = Field(
+        None, max_length=MAX_CATEGORIES)
     measurement_conditions: dict[str, Any] | None = None
     validation: dict[str, Any] | None = None
     note: str | None = None
@@ -182,12 +191,14 @@ class VllmDynamicSdConfigFile(_FileModel):
     (DynamicSpeculativeConfig.model_dump()) and manager.py.
     """
 
-    max_num_speculative_tokens: int = Field(ge=1)
+    max_num_speculative_tokens: int = Field(ge=1, le=MAX_MEASURED_DRAFT_LEN)
     acceptance_rate_per_pos: list[float] = Field(
-        description="marginal (unconditional) acceptance per position; AL(k) = 1 + Σ_{i<k}"
+        max_length=MAX_MEASURED_DRAFT_LEN,
+        description="marginal (unconditional) acceptance per position; AL(k) = 1 + Σ_{i<k}",
     )
     batch_stats: dict[str, dict[str, float]] = Field(
-        description="{batch size: {num drafts k: median ITL in ms}}; k = 0 is no speculation"
+        max_length=MAX_MEASURED_ROWS,
+        description="{batch size: {num drafts k: median ITL in ms}}; k = 0 is no speculation",
     )
     is_online: bool | None = None
     use_online_acceptance_rate: bool | None = None
@@ -236,11 +247,33 @@ def validate_json_object(model: type[M], obj: object, col: Collector, what: str)
         if key in known:
             data[key] = value
         else:
-            col.warn(f"unknown key '{key}' ignored", field=str(key))
+            col.warn(f"unknown key {quote(key)} ignored", field=str(key))
+    if not _within_lengths(model, data, col, what):
+        return None
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        for err in exc.errors():
+        errors = exc.errors(include_url=False, include_input=False)
+        shown = errors[: col.room()]
+        for err in shown:
             loc = _loc(tuple(err.get("loc", ())))
             col.error(f"{err.get('msg', 'invalid value')} ({what})", field=loc or None)
+        col.skip("error", len(errors) - len(shown))
         return None
+
+
+def _within_lengths(model: type[BaseModel], data: dict[str, Any], col: Collector, what: str
+                    ) -> bool:
+    """Containers over their field's max_length are refused before pydantic validates their
+    items: it would report every bad item of a million-entry object (hundreds of MB)."""
+    ok = True
+    for key, value in data.items():
+        if not isinstance(value, dict | list):
+            continue
+        cap = next((m.max_length for m in model.model_fields[key].metadata
+                    if getattr(m, "max_length", None) is not None), None)
+        if cap is not None and len(value) > cap:
+            col.error(f"{key} has {len(value):,} entries; the limit is {cap:,} ({what})",
+                      field=key)
+            ok = False
+    return ok

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from explorer.base.quoting import quote
 from explorer.measured._curves import (
     RATE_CONSISTENCY_TOL,
     build_curve,
@@ -148,7 +149,7 @@ def parse_text(name: str, text: str) -> ParseResult:
         style, known_style = parse_draft_style(prof.accept_length_model)
         if not known_style:
             col.warn(
-                f"accept_length_model '{prof.accept_length_model}' is neither chain_analytic "
+                f"accept_length_model {quote(prof.accept_length_model)} is neither chain_analytic "
                 f"nor measured_per_k; the draft style is taken from the method",
                 field="accept_length_model",
             )
@@ -157,7 +158,7 @@ def parse_text(name: str, text: str) -> ParseResult:
         style = mech_style
     if prof.verification_method not in (None, "longest_prefix"):
         col.warn(
-            f"verification_method '{prof.verification_method}': the per-position vectors "
+            f"verification_method {quote(prof.verification_method)}: the per-position vectors "
             f"describe longest-prefix verification and may not describe this one",
             field="verification_method",
         )
@@ -193,7 +194,7 @@ def parse_text(name: str, text: str) -> ParseResult:
         kk = int_key(key)
         if kk is None or kk < 1:
             col.error(
-                f"accept_length_by_k key '{key}' is not a draft length >= 1",
+                f"accept_length_by_k key {quote(key)} is not a draft length >= 1",
                 field=f"accept_length_by_k.{key}",
             )
         else:

@@ -21,8 +21,10 @@ import re
 
 import numpy as np
 
+from explorer.base.limits import MAX_CATEGORIES, MAX_MEASURED_DRAFT_LEN
+from explorer.measured._bounds import over_cap
 from explorer.measured._csv import find_column, normalize_name, parse_numbers, read_csv
-from explorer.measured._curves import build_curve
+from explorer.measured._curves import build_curve, too_many_curves
 from explorer.measured._mechanisms import normalize_mechanism, unknown_mechanism_message
 from explorer.measured._problems import Collector, finish
 from explorer.measured.al_csv import D_ALIASES, MECHANISM_ALIASES
@@ -65,10 +67,19 @@ def parse_text(name: str, text: str) -> ParseResult:
     if not cat_cols:
         col.error("no category columns between Model and Overall")
         return finish(FORMAT, "", col)
+    if len(cat_cols) > MAX_CATEGORIES:
+        over_cap(col, "the report", len(cat_cols), MAX_CATEGORIES, "categories",
+                 "MAX_CATEGORIES")
+        return finish(FORMAT, "", col)
+    # Each (row, category) cell is one single-point curve: refuse before building them.
+    if too_many_curves(col, len(tab.df) * len(value_cols),
+                       "cells (rows x categories with Overall), each one AL point"):
+        return finish(FORMAT, "", col)
 
     d_from_name = draft_len_from_name(name)
     d_vals = (
-        parse_numbers(tab, d_col, col, integer=True, minimum=1, what="draft length D")
+        parse_numbers(tab, d_col, col, integer=True, minimum=1, maximum=MAX_MEASURED_DRAFT_LEN,
+                      what="draft length D")
         if d_col is not None
         else None
     )

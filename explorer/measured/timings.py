@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from explorer.base.limits import MAX_MEASURED_ROWS
+from explorer.base.quoting import quote
+from explorer.measured._bounds import over_cap
 from explorer.measured._csv import (
     BoolArray,
     Numbers,
@@ -34,7 +36,12 @@ from explorer.measured._csv import (
     read_csv,
 )
 from explorer.measured._problems import Collector, finish
-from explorer.measured._time_units import TimeColumn, check_time_units, find_time_column
+from explorer.measured._time_units import (
+    TimeColumn,
+    check_time_units,
+    find_time_column,
+    seconds_of,
+)
 from explorer.measured.al_csv import AL_ALIASES, SOURCE_ALIASES
 from explorer.specs.measured import (
     AttentionTimings,
@@ -86,7 +93,7 @@ def _time(
     tab: Table, tc: TimeColumn, col: Collector, kind: str, mask: BoolArray | None = None
 ) -> Numbers:
     nums = parse_numbers(tab, tc.header, col, positive=True, what=f"{kind} time", mask=mask)
-    return Numbers(values=nums.values / tc.divisor, valid=nums.valid, empty=nums.empty)
+    return seconds_of(tab, tc, nums, col, f"{kind} time", mask)
 
 
 def _ints(values: Numbers, mask: BoolArray) -> tuple[int, ...]:
@@ -96,7 +103,8 @@ def _ints(values: Numbers, mask: BoolArray) -> tuple[int, ...]:
 def _too_many_rows(tab: Table, col: Collector) -> bool:
     """A scenario embeds the table, so it is capped (explorer/base/limits.py)."""
     if len(tab.df) > MAX_MEASURED_ROWS:
-        col.error(f"{len(tab.df)} data rows; a timing table holds at most {MAX_MEASURED_ROWS}")
+        over_cap(col, "the timing table", len(tab.df), MAX_MEASURED_ROWS, "data rows",
+                 "MAX_MEASURED_ROWS")
         return True
     return False
 
@@ -128,7 +136,7 @@ def parse_kernels(name: str, text: str) -> ParseResult:
         is_gemm = ~is_attn & kinds.str.contains(GEMM_PATTERN, regex=True).to_numpy(dtype=bool)
         for i in np.flatnonzero(~is_gemm & ~is_attn):
             col.error(
-                f"kind '{tab.df[kind_col].iloc[i]}' is neither gemm nor attention",
+                f"kind {quote(tab.df[kind_col].iloc[i])} is neither gemm nor attention",
                 int(tab.rows[i]),
                 kind_col,
             )
@@ -312,8 +320,9 @@ def parse_steps(name: str, text: str) -> ParseResult:
         return finish(STEP_FORMAT, "", col)
     al_values: tuple[float | None, ...] | None = None
     if al is not None:
+        capped = np.minimum(al.values, 1.0 + draft.values)  # within the tolerance: 1 + D
         al_values = tuple(
-            float(a) if ok else None for a, ok in zip(al.values, al.valid, strict=True)
+            float(a) if ok else None for a, ok in zip(capped, al.valid, strict=True)
         )
     sources = sorted(set(tab.text(find_column(h, SOURCE_ALIASES))) - {""})
     prov = Provenance(file=name, source="; ".join(sources[:3]) or None, format=STEP_FORMAT)

@@ -20,7 +20,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from pydantic import TypeAdapter, ValidationError
 
+from explorer.base.limits import MAX_MEASURED_ROWS
+from explorer.base.quoting import quote
+from explorer.measured._bounds import over_cap
 from explorer.measured._curves import (
     build_curve,
     check_rates,
@@ -29,18 +33,52 @@ from explorer.measured._curves import (
 )
 from explorer.measured._json import int_key, load_json
 from explorer.measured._problems import Collector, finish
-from explorer.measured._time_units import TimeColumn, check_time_units
+from explorer.measured._time_units import TimeColumn, check_time_units, out_of_range_message
 from explorer.measured.schemas import VllmDynamicSdConfigFile, validate_json_object
 from explorer.model.acceptance import al_from_marginal
-from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance, StepTimings
+from explorer.specs.measured import (
+    AcceptanceCurve,
+    ParseResult,
+    Provenance,
+    StepTimings,
+    times_within_bounds,
+)
 
 FORMAT = "vllm_dynamic_sd_config"
+_LATENCY = TypeAdapter(float)
+
+
+def _check_batch_stats(obj: object, col: Collector) -> bool:
+    """batch_stats, the one nested table, is checked here first: its size against the step-row
+    cap, and its shape, so that pydantic never reports (and holds) one error per entry."""
+    stats = obj.get("batch_stats") if isinstance(obj, dict) else None
+    if not isinstance(stats, dict):
+        return True  # absent or not an object: the schema check names it
+    entries = sum(len(v) for v in stats.values() if isinstance(v, dict))
+    if entries > MAX_MEASURED_ROWS:
+        over_cap(col, "batch_stats", entries, MAX_MEASURED_ROWS, "latencies (step rows)",
+                 "MAX_MEASURED_ROWS", field="batch_stats")
+        return False
+    for bs_key, per_k in stats.items():
+        if not isinstance(per_k, dict):
+            col.error(f"expected an object {{num drafts: latency in ms}}, got {quote(per_k)}",
+                      field=f"batch_stats.{bs_key}")
+            continue
+        for k_key, itl in per_k.items():
+            if type(itl) in (float, int):
+                continue  # the common case, without the per-entry check's cost
+            try:
+                _LATENCY.validate_python(itl)  # what the schema accepts, one entry at a time
+            except ValidationError:
+                col.error(f"latency must be a number of ms, got {quote(itl)}",
+                          field=f"batch_stats.{bs_key}.{k_key}")
+    return not col.has_errors
 
 
 def parse_text(name: str, text: str) -> ParseResult:
     col = Collector()
     obj = load_json(text, col)
-    if obj is None:
+    if obj is None or not _check_batch_stats(obj, col):
         return finish(FORMAT, "", col)
     cfg = validate_json_object(VllmDynamicSdConfigFile, obj, col, "dynamic SD config")
     if cfg is None:
@@ -60,11 +98,12 @@ def parse_text(name: str, text: str) -> ParseResult:
     batch: list[int] = []
     drafts: list[int] = []
     times_ms: list[float] = []
+    where_of: list[tuple[str, str]] = []
     for bs_key, per_k in cfg.batch_stats.items():
         bs = int_key(bs_key)
         if bs is None or bs < 1:
             col.error(
-                f"batch size key '{bs_key}' is not a whole number >= 1",
+                f"batch size key {quote(bs_key)} is not a whole number >= 1",
                 field=f"batch_stats.{bs_key}",
             )
             continue
@@ -73,7 +112,7 @@ def parse_text(name: str, text: str) -> ParseResult:
             kk = int_key(k_key)
             where = f"batch_stats.{bs_key}.{k_key}"
             if kk is None or kk < 0:
-                col.error(f"draft count key '{k_key}' is not a whole number >= 0", field=where)
+                col.error(f"draft count key {quote(k_key)} is not a whole number >= 0", field=where)
                 continue
             if not math.isfinite(itl):
                 col.error(f"latency must be a finite number of ms, got {itl}", field=where)
@@ -89,6 +128,7 @@ def parse_text(name: str, text: str) -> ParseResult:
             batch.append(bs)
             drafts.append(kk)
             times_ms.append(float(itl))
+            where_of.append((bs_key, k_key))
         for required in (0, 1):
             if required not in keys:
                 col.warn(
@@ -101,6 +141,10 @@ def parse_text(name: str, text: str) -> ParseResult:
                 f"batch size {bs}: draft keys are not sorted (vLLM requires sorted keys)",
                 field=f"batch_stats.{bs_key}",
             )
+    seconds = np.asarray(times_ms, dtype=np.float64) / 1e3
+    col.add_each("error", np.flatnonzero(~times_within_bounds(seconds)), lambda i: (
+        out_of_range_message("latency", f"{times_ms[i]!r} ms", float(seconds[i])), None,
+        "batch_stats.{}.{}".format(*where_of[i])))
     if cfg.batch_stats and 1 not in {int_key(b) for b in cfg.batch_stats}:
         col.warn("no batch size 1 in batch_stats (vLLM's manager requires it)", field="batch_stats")
     if not times_ms and not col.has_errors:
@@ -126,7 +170,6 @@ def parse_text(name: str, text: str) -> ParseResult:
     )
     if curve is not None:
         curves.append(curve)
-    seconds = np.asarray(times_ms, dtype=np.float64) / 1e3
     check_time_units(
         seconds,
         TimeColumn("batch_stats", "batch_stats", "ms", 1e3),
@@ -137,7 +180,7 @@ def parse_text(name: str, text: str) -> ParseResult:
     table = StepTimings(
         batch=tuple(batch),
         draft_len=tuple(drafts),
-        step_time_s=tuple(float(s) for s in seconds),
+        step_time_s=tuple(seconds.tolist()),
         includes_draft=True,  # inter-token latencies of the speculating engine: whole rounds
         provenance=prov,
     )

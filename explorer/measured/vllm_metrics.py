@@ -21,10 +21,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from explorer.base.limits import MAX_CELL_CHARS, MAX_MEASURED_DRAFT_LEN
+from explorer.base.quoting import quote
+from explorer.measured._bounds import count_lines, iter_lines, over_cap
+from explorer.measured._csv import MAX_INT
 from explorer.measured._curves import (
     build_curve,
     check_al_consistency,
     conditional_rates_of,
+    too_many_curves,
     warn_if_marginals_increase,
 )
 from explorer.measured._problems import Collector, finish
@@ -32,7 +37,7 @@ from explorer.model.acceptance import al_from_marginal
 from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance
 
 FORMAT = "vllm_metrics"
-MAX_POSITIONS = 1024
+MAX_POSITIONS = MAX_MEASURED_DRAFT_LEN
 PREFIX = "vllm:spec_decode_"
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\S+)?\s*$")
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
@@ -73,9 +78,14 @@ def parse_text(name: str, text: str) -> ParseResult:
     col = Collector()
     series: dict[tuple[tuple[str, str], ...], _Series] = {}
     saw_v0 = False
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in iter_lines(text):
         s = line.strip()
         if not s or s.startswith("#"):
+            continue
+        if len(s) > MAX_CELL_CHARS:  # one sample is a name, a few labels and a number
+            if PREFIX in s[:MAX_CELL_CHARS]:
+                over_cap(col, "the line", len(s), MAX_CELL_CHARS, "characters",
+                         "MAX_CELL_CHARS", lineno)
             continue
         m = _SAMPLE.match(s)
         if m is None:
@@ -100,13 +110,17 @@ def parse_text(name: str, text: str) -> ParseResult:
         try:
             value = float(raw_value)
         except ValueError:
-            col.error(f"value '{raw_value}' is not a number", lineno, metric)
+            col.error(f"value {quote(raw_value)} is not a number", lineno, metric)
             continue
-        if not math.isfinite(value) or value < 0:
-            col.error(f"counter value must be finite and >= 0, got {raw_value}", lineno, metric)
+        if not math.isfinite(value) or value < 0 or value != int(value) or value > MAX_INT:
+            # These counters count drafts and tokens: a fraction (2.2e-309 drafts) is no count
+            col.error(f"counter value must be a whole number >= 0, got {quote(raw_value)}",
+                      lineno, metric)
             continue
         kept = {k: v for k, v in labels.items() if k not in ("engine", "position")}
         key = tuple(sorted(kept.items()))
+        if key not in series and too_many_curves(col, len(series) + 1, "series (label sets)"):
+            return finish(FORMAT, "", col)
         entry = series.setdefault(key, _Series(first_line=lineno, labels=kept))
         if base == "num_accepted_tokens_per_pos":
             pos_raw = labels.get("position")
@@ -138,6 +152,11 @@ def parse_text(name: str, text: str) -> ParseResult:
             )
         return finish(FORMAT, "", col)
 
+    if text.rstrip(" \t") and not text.endswith("\n"):
+        # The exposition format ends every line with a newline: without one the last sample
+        # may have been cut (a counter 1000 read as 1).
+        col.warn("the text does not end with a newline, so its last line may be cut off; "
+                 "scrape /metrics again if a counter looks wrong", count_lines(text))
     curves: list[AcceptanceCurve] = []
     details: list[str] = []
     for entry in series.values():

@@ -21,19 +21,23 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from explorer.base.dtypes import normalize_dtype
 from explorer.base.limits import (
+    AL_BOUND_TOLERANCE,
     MAX_CURVE_POINTS,
+    MAX_FIELD_CHARS,
     MAX_LABEL_CHARS,
+    MAX_MEASURED_DRAFT_LEN,
     MAX_MEASURED_ROWS,
+    MAX_MESSAGE_CHARS,
     MAX_SOURCE_CHARS,
+    MAX_TIME_S,
+    MIN_TIME_S,
 )
+from explorer.base.quoting import bounded
 
 Mechanism = Literal["external", "mtp", "eagle3", "dflash", "dspark", "ngram"]
 KNOWN_MECHANISMS: tuple[Mechanism, ...] = ("external", "mtp", "eagle3", "dflash", "dspark", "ngram")
 DraftStyle = Literal["chain", "block"]
 Severity = Literal["error", "warning"]
-
-# An AL may exceed 1 + D by at most this much (float noise only; rounding is the file's problem).
-AL_BOUND_TOLERANCE = 1e-9
 
 
 def al_within_bounds(acceptance_length: npt.ArrayLike, draft_len: npt.ArrayLike
@@ -45,12 +49,30 @@ def al_within_bounds(acceptance_length: npt.ArrayLike, draft_len: npt.ArrayLike
         return np.asarray(np.isfinite(al) & (al >= 1.0) & (al <= 1.0 + d + AL_BOUND_TOLERANCE))
 
 
+def times_within_bounds(seconds: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+    """The one check of a measured time: finite and in [MIN_TIME_S, MAX_TIME_S], per value."""
+    t = np.asarray(seconds, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.isfinite(t) & (t >= MIN_TIME_S) & (t <= MAX_TIME_S))
+
+
+TIME_BOUNDS_TEXT = f"finite and in [{MIN_TIME_S:g}, {MAX_TIME_S:g}] s"
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-def _all_finite(values: tuple[float, ...]) -> bool:
-    return bool(np.isfinite(np.asarray(values, dtype=np.float64)).all()) if values else True
+def _check_times(name: str, values: tuple[float, ...]) -> None:
+    ok = times_within_bounds(values)
+    if not ok.all():
+        i = int(np.argmin(ok))
+        raise ValueError(f"{name} must be {TIME_BOUNDS_TEXT}, got {values[i]!r} at row {i + 1}")
+
+
+def _display_text(value: object, limit: int) -> object:
+    """Text shown to people (labels, sources, messages): controls escaped, cut to the limit."""
+    return bounded(value, limit) if isinstance(value, str) else value
 
 
 def _equal_lengths(name: str, columns: dict[str, tuple[object, ...] | None]) -> None:
@@ -61,7 +83,8 @@ def _equal_lengths(name: str, columns: dict[str, tuple[object, ...] | None]) -> 
 
 def _canonical(dtypes: tuple[str, ...]) -> tuple[str, ...]:
     """Dtype columns hold the canonical spelling, so every consumer matches them alike."""
-    return tuple(normalize_dtype(d) for d in dtypes)
+    canonical = {d: normalize_dtype(d) for d in set(dtypes)}  # a table names a few dtypes
+    return tuple(canonical[d] for d in dtypes)
 
 
 def _column(values: npt.ArrayLike, rows: int, name: str) -> list[Any]:
@@ -101,7 +124,7 @@ class Provenance(_Frozen):
     @field_validator("file", "source", "model", "drafter", "dataset", "format", mode="before")
     @classmethod
     def _cut(cls, value: object) -> object:
-        return value[:MAX_SOURCE_CHARS] if isinstance(value, str) else value
+        return _display_text(value, MAX_SOURCE_CHARS)
 
     @model_validator(mode="after")
     def _check(self) -> Provenance:
@@ -128,6 +151,11 @@ class _Sourced(_Frozen):
     source: str = Field(default="", max_length=MAX_SOURCE_CHARS)
     provenance: Provenance | None = None
 
+    @field_validator("source", mode="before")
+    @classmethod
+    def _safe_source(cls, value: object) -> object:
+        return _display_text(value, MAX_SOURCE_CHARS)
+
     @property
     def source_text(self) -> str:
         if self.source:
@@ -153,13 +181,20 @@ class AcceptanceCurve(_Sourced):
                                                         max_length=MAX_CURVE_POINTS)
     max_supported_draft_len: int | None = None
 
+    @field_validator("label", mode="before")
+    @classmethod
+    def _safe_label(cls, value: object) -> object:
+        return _display_text(value, MAX_LABEL_CHARS)
+
     @model_validator(mode="after")
     def _check(self) -> AcceptanceCurve:
         d, al = self.draft_lens, self.acceptance_lengths
         if len(d) != len(al):
             raise ValueError(f"draft_lens has {len(d)} entries but acceptance_lengths {len(al)}")
         if d[0] < 1 or any(b <= a for a, b in pairwise(d)):
-            raise ValueError(f"draft_lens must be >= 1 and strictly increasing, got {d}")
+            raise ValueError(f"draft_lens must be >= 1 and strictly increasing, got {d[:8]}")
+        if d[-1] > MAX_MEASURED_DRAFT_LEN:
+            raise ValueError(f"draft_lens must be <= {MAX_MEASURED_DRAFT_LEN}, got {d[-1]}")
         ok = al_within_bounds(al, d)
         if not ok.all():
             i = int(np.argmin(ok))
@@ -175,8 +210,8 @@ class AcceptanceCurve(_Sourced):
         return self
 
     def with_label(self, label: str) -> AcceptanceCurve:
-        """The same curve under another label (cut to the label limit)."""
-        return self.model_copy(update={"label": label[:MAX_LABEL_CHARS]})
+        """The same curve under another label (controls escaped, cut to the label limit)."""
+        return self.model_copy(update={"label": bounded(label, MAX_LABEL_CHARS)})
 
 
 def _rows_field() -> Any:
@@ -205,8 +240,7 @@ class GemmTimings(_Frozen):
         )
         if min(min(self.m), min(self.n), min(self.k)) < 1:
             raise ValueError("m, n, k must be >= 1")
-        if not _all_finite(self.time_s) or min(self.time_s) <= 0:
-            raise ValueError("time_s must be finite and > 0")
+        _check_times("time_s", self.time_s)
         return self
 
     @classmethod
@@ -267,8 +301,7 @@ class AttentionTimings(_Frozen):
                                             "time_s": self.time_s})
         if min(min(col) for col in ints.values()) < 1:
             raise ValueError("batch, context, q_heads, kv_heads, head_dim, q_len must be >= 1")
-        if not _all_finite(self.time_s) or min(self.time_s) <= 0:
-            raise ValueError("time_s must be finite and > 0")
+        _check_times("time_s", self.time_s)
         return self
 
     @classmethod
@@ -346,8 +379,7 @@ class StepTimings(_Sourced):
             raise ValueError("batch must be >= 1 and draft_len >= 0")
         if self.verify_tokens is not None and min(self.verify_tokens) < 1:
             raise ValueError("verify_tokens must be >= 1")
-        if not _all_finite(self.step_time_s) or min(self.step_time_s) <= 0:
-            raise ValueError("step_time_s must be finite and > 0")
+        _check_times("step_time_s", self.step_time_s)
         if self.acceptance_length is not None:
             pairs = [(a, d) for a, d in zip(self.acceptance_length, self.draft_len, strict=True)
                      if a is not None]
@@ -387,6 +419,16 @@ class Problem(_Frozen):
     message: str
     severity: Severity = "error"
 
+    @field_validator("message", mode="before")
+    @classmethod
+    def _safe_message(cls, value: object) -> object:
+        return _display_text(value, MAX_MESSAGE_CHARS)
+
+    @field_validator("field", mode="before")
+    @classmethod
+    def _safe_field(cls, value: object) -> object:
+        return _display_text(value, MAX_FIELD_CHARS)
+
     def __str__(self) -> str:
         where = []
         if self.row is not None:
@@ -406,6 +448,11 @@ class ParseResult(_Frozen):
     step_timings: StepTimings | None = None
     kernel_timings: KernelTimings | None = None
     problems: tuple[Problem, ...] = ()
+
+    @field_validator("summary", mode="before")
+    @classmethod
+    def _safe_summary(cls, value: object) -> object:
+        return _display_text(value, MAX_MESSAGE_CHARS)
 
     @property
     def ok(self) -> bool:

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import streamlit as st
 
-from explorer.calibration import back_out_draft_cost, fit_kernel_efficiencies
+from explorer.base.limits import MAX_PROBLEMS
+from explorer.calibration import (
+    Calibration,
+    CalibrationError,
+    DraftBackOut,
+    back_out_draft_cost,
+    fit_kernel_efficiencies,
+)
 from explorer.measured import FORMATS, ParseResult, json_schema, parse_bytes
 from explorer.model.grid import scenario_model
 from explorer.specs.hardware import HardwareOverrides
-from explorer.specs.measured import AcceptanceCurve
+from explorer.specs.measured import AcceptanceCurve, KernelTimings, StepTimings
 from explorer.specs.scenario import Scenario
 from explorer.ui.data_figures import (
     calibration_figure,
@@ -96,12 +104,13 @@ def render(scenario: Scenario | None) -> None:
     err = st.session_state.get(UPLOAD_ERRORS)
     if err:
         fname, result = err
+        # The parser lists a page of problems and counts the rest in its last one.
         lines = [f"- row {p.row if p.row is not None else '—'}, field "
                  f"{md_text(p.field or '—')}: {md_text(p.message)}" for p in result.problems
                  if p.severity == "error"]
         st.error(f"**{md_text(fname)}** was not loaded ({result.format}): "
-                 f"{len(lines)} problem(s)\n\n"
-                 + "\n".join(lines[:50]) + ("\n- …" if len(lines) > 50 else ""))
+                 f"{md_text(result.summary)}\n\n"
+                 + "\n".join(lines[: MAX_PROBLEMS + 1]))
 
     loaded = datasets()
     if loaded:
@@ -145,24 +154,35 @@ def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> 
     st.subheader("Calibrate the hardware to your kernel timings")
     hw = scenario_model(scenario.model_copy(update={"hardware_overrides": None})).r.hardware
     t = tables[-1]
-    cal = fit_kernel_efficiencies(hw, t.gemm, t.attention)
-    st.markdown(f"{cal.summary}  \nMAPE **{cal.mape_before:.1f}% → {cal.mape_after:.1f}%** "
-                f"on {hw.name}.")
-    for note in cal.notes:
-        st.caption(note)
-    fig = calibration_figure(cal)
-    st.plotly_chart(fig, width="stretch", key="fig_calibration")
-    cols = st.columns(2)
-    if cols[0].button("Apply calibrated hardware to the explorer", key="apply_cal"):
-        st.session_state[OVERRIDES] = cal.overrides
-    if cols[1].button("Back to the preset", key="clear_cal"):
-        st.session_state[OVERRIDES] = None
+    cal: Calibration | None = None
+    try:
+        cal = fit_kernel_efficiencies(hw, t.gemm, t.attention)  # cached per (hardware, table)
+    except CalibrationError as exc:
+        st.warning(md_text(str(exc)))
+    if cal is not None:
+        st.markdown(f"{cal.summary}  \nMAPE **{cal.mape_before:.1f}% → "
+                    f"{cal.mape_after:.1f}%** on {hw.name}.")
+        for note in cal.notes:
+            st.caption(md_text(note))
+        fig = calibration_figure(cal)
+        st.plotly_chart(fig, width="stretch", key="fig_calibration")
+        cols = st.columns(2)
+        if cols[0].button("Apply calibrated hardware to the explorer", key="apply_cal"):
+            st.session_state[OVERRIDES] = cal.overrides
+        if cols[1].button("Back to the preset", key="clear_cal"):
+            st.session_state[OVERRIDES] = None
     c2 = st.columns(2)
     if c2[0].button("Use these kernel times where shapes match", key="use_kernels"):
         st.session_state[MEASURED_KERNELS] = t
     if c2[1].button("Stop using measured kernel times", key="drop_kernels"):
         st.session_state[MEASURED_KERNELS] = None
-    if st.session_state.get(MEASURED_KERNELS) is not None:
+    used: KernelTimings | None = st.session_state.get(MEASURED_KERNELS)
+    if used is not None and used == t and cal is None:
+        # The rows calibration cannot model are the rows the model cannot use either (their
+        # dtype has no roofline): say so rather than imply the table changes anything.
+        st.warning("None of these kernel times matches a kernel the model computes (no row has "
+                   "a dtype the roofline knows), so using them changes nothing in the explorer.")
+    elif used is not None:
         st.info("The explorer uses your measured kernel times for matching GEMM/attention "
                 "shapes; other kernels use the (calibrated) roofline.")
     if hardware_overrides() is not None:
@@ -193,14 +213,21 @@ def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
     if not spec.any() or not whole:
         return
     st.subheader("Draft cost backed out of measured step times")
-    out = back_out_draft_cost(scenario_model(scenario), np.asarray(t.batch)[spec], d[spec],
-                              scenario.context, np.asarray(t.step_time_s)[spec])
+    out = _back_out(scenario, t)
     st.markdown(f"{out.summary}  \nT_draft = measured step − model T_verif(B·(1+D)), for "
                 f"{scenario.mechanism} on {scenario.model}.")
     if out.n_negative:
         st.warning(out.message)
     fig = draft_backout_figure(out)
     st.plotly_chart(fig, width="stretch", key="fig_draft_backout")
+
+
+@lru_cache(maxsize=4)  # per (scenario, table): reruns of the page reuse it
+def _back_out(scenario: Scenario, table: StepTimings) -> DraftBackOut:
+    d = np.asarray(table.draft_len)
+    spec = d > 0
+    return back_out_draft_cost(scenario_model(scenario), np.asarray(table.batch)[spec], d[spec],
+                               scenario.context, np.asarray(table.step_time_s)[spec])
 
 
 def _templates_section() -> None:

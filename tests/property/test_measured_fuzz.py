@@ -1,17 +1,22 @@
-"""Nothing crashes the parsers, and whatever they accept satisfies 1 <= AL <= 1 + D."""
+"""Nothing crashes the parsers; whatever they accept is within every declared limit and runs
+through evaluate, calibration and the step fits; whatever they refuse gets a page of bounded,
+escaped messages. A few hundred generated files per format, near-valid ones with hostile values
+(denormal and huge times, AL at 1 + D ± float noise, D past the caps, control characters)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import math
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 
+from explorer.base.limits import AL_BOUND_TOLERANCE, MAX_CURVE_POINTS, MAX_MEASURED_DRAFT_LEN
 from explorer.measured import ParseResult, parse_bytes
+from tests.support.measured_contract import check_result, use_everywhere
 
 NAMES = [
     "upload",
@@ -135,8 +140,21 @@ METRICS = [
     "vllm:num_requests_running",
 ]
 
+# Values at and past the declared limits: denormal times (0 s after unit conversion), the time
+# range's ends, float noise above 1 + D, sizes around the caps; text a terminal must not run.
+HOSTILE_FLOATS = [4.9e-324, 1e-320, 1e-300, 1e-13, 1e-12, 3600.0, 3600.5, 1e300, 1.7e308,
+                  2.0 ** 53, -0.0, 1.0 + 5e-10, 2.0 + AL_BOUND_TOLERANCE / 2]
+hostile_float = st.one_of(st.sampled_from(HOSTILE_FLOATS), st.floats(allow_nan=True,
+                                                                   allow_infinity=True))
+CONTROL_TEXT = ["\x1b]0;PWNED\x07", "\x1b[2J\x1b[31mOK", "\u202eevil", "a\rb", "\x00", "\x85"]
+hostile_text = st.one_of(st.sampled_from(CONTROL_TEXT),
+                         st.text(alphabet=st.characters(codec="utf-8"), max_size=8),
+                         st.integers(41, 3000).map(lambda n: "x" * n))
+
 cell = st.one_of(
     st.sampled_from(CELLS),
+    hostile_float.map(repr),
+    hostile_text,
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(min_value=-5, max_value=300).map(str),
     st.text(max_size=6),
@@ -161,30 +179,15 @@ json_value = st.recursive(
 
 
 def check_invariants(result: ParseResult) -> None:
-    assert isinstance(result, ParseResult)
-    assert not any("internal error" in p.message for p in result.problems), [
-        str(p) for p in result.problems
-    ]
-    if not result.ok:
-        assert not result.curves and result.step_timings is None
-        assert result.kernel_timings is None
-        return
-    for curve in result.curves:
-        assert curve.draft_lens[0] >= 1
-        assert all(b > a for a, b in zip(curve.draft_lens, curve.draft_lens[1:], strict=False))
-        for d, al in zip(curve.draft_lens, curve.acceptance_lengths, strict=True):
-            assert math.isfinite(al) and 1.0 <= al <= 1.0 + d + 1e-9
-        for r in curve.conditional_rates or ():
-            assert 0.0 <= r <= 1.0
-    if result.step_timings is not None:
-        assert all(t > 0 and math.isfinite(t) for t in result.step_timings.step_time_s)
-    if result.kernel_timings is not None:
-        times = result.kernel_timings.gemm.time_s + result.kernel_timings.attention.time_s
-        assert all(t > 0 and math.isfinite(t) for t in times)
+    """The contract (tests/support/measured_contract.py): refused with a page of bounded,
+    escaped messages, or within every limit and usable by evaluate, calibration and the fits."""
+    check_result(result)
+    if currently_in_test_context():  # --hypothesis-show-statistics: how many were accepted
+        event("accepted" if result.ok else "refused")
+    use_everywhere(result)
 
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 @FUZZ
 @given(st.sampled_from(NAMES), st.binary(max_size=3000))
@@ -216,20 +219,24 @@ def test_random_csv(name: str, header: list[str], rows: list[list[str]]) -> None
     st.lists(
         st.tuples(
             st.sampled_from(["eagle3", "mtp", "dflash", "", "ngram"]),
-            st.integers(0, 9),
-            st.floats(0.0, 12.0),
+            st.one_of(st.integers(0, 9), st.sampled_from([64, 65, 1024, 1025, 2**53])),
+            st.one_of(st.floats(0.0, 12.0), hostile_float, st.just(-1.0)),
+            st.one_of(st.just("x"), hostile_text),
         ),
         min_size=1,
         max_size=15,
     ),
 )
-def test_random_al_tables(name: str, header: list[str], rows: list[tuple[str, int, float]]) -> None:
+def test_random_al_tables(name: str, header: list[str],
+                          rows: list[tuple[str, int, float, str]]) -> None:
     header = sorted(set(header) | {"D", "AL"})
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
-    for mech, d, al in rows:
-        values = {"D": str(d), "AL": repr(al), "mechanism": mech, "dataset": "x"}
+    for mech, d, al, dataset in rows:
+        # -1.0 stands for "exactly 1 + D plus float noise", the tolerance's edge
+        al = 1.0 + d + AL_BOUND_TOLERANCE / 2 if al == -1.0 else al
+        values = {"D": str(d), "AL": repr(al), "mechanism": mech, "dataset": dataset}
         writer.writerow([values[h] for h in header])
     check_invariants(parse_bytes(name, buf.getvalue().encode()))
 
@@ -306,9 +313,15 @@ rate = st.one_of(st.floats(-0.2, 1.2), st.sampled_from([0.0, 1.0]))
 small_float = st.floats(-1.0, 20.0)
 
 
+long_rates = st.one_of(
+    st.lists(rate, min_size=1, max_size=8),
+    st.integers(MAX_CURVE_POINTS - 1, MAX_CURVE_POINTS + 1).map(lambda n: [0.97] * n),
+)
+
+
 @FUZZ
 @given(
-    st.lists(rate, min_size=1, max_size=8),
+    long_rates,
     st.sampled_from(["conditional", "marginal"]),
     st.sampled_from(["eagle3", "dflash", "", "mtp"]),
     st.one_of(st.none(), small_float),
@@ -369,7 +382,8 @@ def test_near_valid_specdec_profile(
     st.integers(0, 1000),
     st.integers(0, 5000),
     st.integers(0, 5000),
-    st.lists(st.integers(0, 1200), max_size=6),
+    st.one_of(st.lists(st.integers(0, 1200), max_size=6),
+              st.integers(MAX_CURVE_POINTS - 1, MAX_CURVE_POINTS + 1).map(lambda n: [1] * n)),
 )
 def test_near_valid_vllm_metrics(drafts: int, tokens: int, accepted: int, per: list[int]) -> None:
     lab = 'engine="0",model_name="m"'
@@ -393,8 +407,8 @@ def test_near_valid_vllm_metrics(drafts: int, tokens: int, accepted: int, per: l
             st.integers(0, 8),
             st.integers(0, 4),
             st.integers(0, 16),
-            small_float,
-            st.floats(-0.01, 2.0),
+            st.one_of(small_float, st.sampled_from(HOSTILE_FLOATS)),
+            st.one_of(st.floats(-0.01, 2.0), st.sampled_from(HOSTILE_FLOATS)),
         ),
         min_size=1,
         max_size=10,
@@ -411,8 +425,8 @@ def test_near_valid_sglang(records: list[tuple[int, int, int, int, float, float]
     st.lists(
         st.tuples(
             st.integers(0, 64),
-            st.integers(-1, 8),
-            st.floats(-1.0, 3000.0),
+            st.one_of(st.integers(-1, 8), st.just(MAX_MEASURED_DRAFT_LEN + 1)),
+            st.one_of(st.floats(-1.0, 3000.0), st.sampled_from(HOSTILE_FLOATS)),
             st.one_of(st.none(), small_float),
         ),
         min_size=1,
@@ -447,12 +461,15 @@ def test_near_valid_speed_bench(rows: list[list[str]], name: str) -> None:
 
 @FUZZ
 @given(
-    st.integers(-1, 8),
+    st.one_of(st.integers(-1, 8), st.just(-2)),
     st.lists(rate, max_size=8),
     st.dictionaries(
         st.sampled_from(["1", "4", "x", "0"]),
-        st.dictionaries(
-            st.sampled_from(["0", "1", "3", "9", "y"]), st.floats(-5.0, 3000.0), max_size=4
+        st.one_of(
+            st.dictionaries(st.sampled_from(["0", "1", "3", "9", "y"]),
+                            st.one_of(st.floats(-5.0, 3000.0), st.sampled_from(HOSTILE_FLOATS),
+                                      st.just("2.5"), st.just("abc"), st.none()), max_size=4),
+            st.just(7),
         ),
         max_size=3,
     ),
@@ -460,5 +477,46 @@ def test_near_valid_speed_bench(rows: list[list[str]], name: str) -> None:
 def test_near_valid_vllm_dynamic(
     k: int, rates: list[float], stats: dict[str, dict[str, float]]
 ) -> None:
+    if k == -2:  # as many positions as one curve holds, and one more
+        rates = [0.9] * (MAX_CURVE_POINTS + len(rates) % 2)
+        k = len(rates)
     obj = {"max_num_speculative_tokens": k, "acceptance_rate_per_pos": rates, "batch_stats": stats}
     check_invariants(parse_bytes("dynamic_speculative_config.json", json.dumps(obj).encode()))
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["gemm", "attention", "generation_attention (q_len=1)", "mm", "x"]),
+            st.integers(0, 9000),
+            st.sampled_from(["bf16", "bfloat16", "fp8", "int4_wo", "fp4", ""]),
+            st.one_of(st.floats(0.0, 5000.0), st.sampled_from(HOSTILE_FLOATS)),
+            st.integers(0, 9),
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+    st.sampled_from(["time_us", "time_ms", "time_s", "latency_ms", "time"]),
+)
+def test_near_valid_kernel_timings(rows: list[tuple[str, int, str, float, int]],
+                                   time_col: str) -> None:
+    head = f"kind,m,n,k,dtype,batch,context,q_heads,kv_heads,head_dim,q_len,{time_col}"
+    body = "\n".join(
+        f"{kind},{m},4096,4096,{dt},{1 + m % 64},{128 * (1 + m % 9)},32,8,128,{q},{t!r}"
+        for kind, m, dt, t, q in rows)
+    check_invariants(parse_bytes("kernels.csv", f"{head}\n{body}\n".encode()))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(MAX_CURVE_POINTS - 2, MAX_CURVE_POINTS + 1), st.floats(0.5, 0.999),
+       st.sampled_from(["eagle3", "dflash", "mtp", ""]))
+def test_curves_at_the_point_cap_are_used_or_refused_cleanly(n: int, alpha: float,
+                                                            mech: str) -> None:
+    """The curve cap's edge: accepted curves evaluate at every D the model runs."""
+    als = [(1 - alpha ** (d + 1)) / (1 - alpha) for d in range(1, n + 1)]
+    text = "mechanism,D,AL\n" + "".join(f"{mech},{d},{a!r}\n" for d, a in
+                                          enumerate(als, start=1))
+    result = parse_bytes("al.csv", text.encode())
+    assert result.ok == (n <= MAX_CURVE_POINTS), [str(p) for p in result.problems]
+    check_invariants(result)

@@ -157,7 +157,14 @@ def _hostile_files() -> list[tuple[str, bytes, str]]:
         ("zip_bomb_256MiB.csv", _zip_bomb(256 * MiB), "zip archive"),
         ("gzip_bomb_256MiB.csv", gzip.compress(b"0" * (256 * MiB), 9), "binary file"),
         ("nested.json", b'{"schema_version": 1, "x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
-         "nested too deeply"),
+         "MAX_JSON_DEPTH"),
+        ("wide_40k.csv", b"D,AL," + b",".join(b"c%d" % i for i in range(40_000)) + b"\n1,1.5\n",
+         "MAX_COLUMNS"),
+        ("speed_bench_report_D3.csv", b"Model," + b",".join(b"cat%d" % i for i in range(50_000))
+         + b",Overall\nm," + b",".join([b"2.5"] * 50_001) + b"\n", "MAX_COLUMNS"),
+        ("one_long_line.csv", b"mechanism,D,AL\n" + b"x" * (47 * MiB) + b",1,1.5\n",
+         "MAX_CELL_CHARS"),
+        ("tiny_cells.csv", b"D,AL\n" + b"1,\n" * (16 * MiB), "MAX_ROWS"),
         ("numbers.json", b'{"schema_version": 1, "conditional_accept_rates": [' + numbers
          + b"]}", "speculation_profile.json"),
         ("duplicate_rows.csv", dup, "appears twice"),

@@ -210,7 +210,7 @@ def test_vllm_metrics_without_counters_or_drafts() -> None:
     p = find(r0, "no drafts recorded yet")
     assert (p.row, p.field) == (1, "vllm:spec_decode_num_drafts")
     neg = parse("metrics.txt", 'vllm:spec_decode_num_drafts_total{model_name="a"} -5\n')
-    assert find(neg, "finite and >= 0").row == 1
+    assert find(neg, "whole number >= 0").row == 1
 
 
 def test_sglang_record_problems_name_line_and_key() -> None:

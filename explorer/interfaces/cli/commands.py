@@ -12,6 +12,7 @@ import numpy as np
 from explorer.analysis.evaluate import evaluate
 from explorer.analysis.recommend import recommend
 from explorer.analysis.sweep import sweep
+from explorer.base.quoting import escape_controls
 from explorer.interfaces.cli import scenario as scenario_commands
 from explorer.interfaces.cli.options import (
     Parser,
@@ -69,7 +70,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.model_dump(include={"format", "summary", "problems"}))
     else:
-        print(f"{args.file}: {result.format} — {result.summary}")
+        # Messages and summaries are escaped by their types; the path is escaped here, so no
+        # line this prints can carry a terminal escape sequence.
+        print(f"{escape_controls(args.file)}: {result.format} — {result.summary}")
         for p in result.problems:
             where = ", ".join(x for x in (p.row is not None and f"row {p.row}",
                                           p.field and f"field {p.field}") if x)

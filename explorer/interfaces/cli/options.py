@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import numpy as np
 from pydantic import ValidationError
 
-from explorer.calibration import fit_kernel_efficiencies, fit_step_overheads
+from explorer.calibration import CalibrationError, fit_kernel_efficiencies, fit_step_overheads
 from explorer.measured import ParseResult, validate_path
 from explorer.model.grid import scenario_model
 from explorer.presets import preset_table
@@ -192,7 +192,9 @@ def _load(path: str, flag: str) -> ParseResult:
     if not result.ok:
         errors = [p for p in result.problems if p.severity == "error"]
         first = errors[0] if errors else None
-        where = f" (row {first.row}, field {first.field})" if first else ""
+        parts = [f"row {first.row}" if first and first.row is not None else "",
+                 f"field {first.field}" if first and first.field is not None else ""]
+        where = f" ({', '.join(x for x in parts if x)})" if any(parts) else ""
         raise UsageError(f"argument {flag}: '{path}' is not valid {result.format}: "
                          f"{len(errors)} problem(s){where}: "
                          f"{first.message if first else result.summary}; run `validate` for all")
@@ -215,7 +217,10 @@ def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
     model = scenario_model(scenario)
     if result.kernel_timings is not None:
         t = result.kernel_timings
-        cal = fit_kernel_efficiencies(model.r.hardware, t.gemm, t.attention)
+        try:
+            cal = fit_kernel_efficiencies(model.r.hardware, t.gemm, t.attention)
+        except CalibrationError as exc:
+            raise UsageError(f"argument --timings-file: '{path}': {exc}") from None
         label = f"{cal.overrides.label} from {path}; MAPE {cal.mape_before:.1f}% → " \
                 f"{cal.mape_after:.1f}%"
         overrides = cal.overrides.model_copy(update={"label": label[:200]})
