@@ -7,7 +7,8 @@ names it, and its default is used instead. A value the Scenario rejects together
 one its widget offers (`offered`: a draft model must be a draft), numbers are ASCII digits, and a
 repeated parameter is named and read from its first value; where a bound widget would read the
 text otherwise (`L=07`, `rho=1e-2`, repeats) the decoded value is marked `respelled`, and the
-sidebar sets that widget to it — no value is dropped without a word.
+sidebar rewrites the link as `spelled` before widgets read it — no value is dropped without a
+word.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ class ViewState:
     warnings: tuple[str, ...]
     fell_back: tuple[str, ...] = ()  # keys whose given value was replaced by the default
     # Keys read from text that a bound widget would read otherwise or not at all (a repeated
-    # parameter, `L=07`, `rho=1e-2`): the page sets those widgets to the value read here.
+    # parameter, `L=07`, `rho=1e-2`): the page rewrites the link in their plain spelling.
     respelled: tuple[str, ...] = ()
 
 
