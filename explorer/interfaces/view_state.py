@@ -7,7 +7,8 @@ names it, and its default is used instead. A value the Scenario rejects together
 one its widget offers (`offered`: a draft model must be a draft), numbers are ASCII digits, and a
 repeated parameter is named and read from its first value; where a bound widget would read the
 text otherwise (`L=07`, `rho=1e-2`, repeats) the decoded value is marked `respelled`, and the
-sidebar sets that widget to it — no value is dropped without a word.
+sidebar rewrites the link as `spelled` before widgets read it — no value is dropped without a
+word.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ class ViewState:
     warnings: tuple[str, ...]
     fell_back: tuple[str, ...] = ()  # keys whose given value was replaced by the default
     # Keys read from text that a bound widget would read otherwise or not at all (a repeated
-    # parameter, `L=07`, `rho=1e-2`): the page sets those widgets to the value read here.
+    # parameter, `L=07`, `rho=1e-2`): the page rewrites the link in their plain spelling.
     respelled: tuple[str, ...] = ()
 
 
@@ -143,8 +144,11 @@ def _first(raw: str | list[str]) -> str:
     return raw[0] if isinstance(raw, list) and raw else (raw if isinstance(raw, str) else "")
 
 
-def _shown(value: Any) -> str:
+def spelled(value: Any) -> str:
+    """A view value as a link spells it."""
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 
 
 def _clip(text: str, limit: int = 40) -> str:
@@ -199,14 +203,14 @@ def decode(params: Mapping[str, str | list[str]]) -> ViewState:
         if key in respelled:
             warnings.append(name)
         values[key] = value
-        if text != _shown(value):
+        if text != spelled(value):
             respelled.append(key)
     try:
         _, values, rejected = _settle(values)
     except ValidationError:
         rejected = []  # not a link's fault (no setting to fall back): the page explains it
     for s, value, reason in rejected:
-        warnings.append(f"URL parameter '{s.key}={_shown(value)}' ({s.name}): {reason}; "
+        warnings.append(f"URL parameter '{s.key}={spelled(value)}' ({s.name}): {reason}; "
                         f"using the default {s.default!r}")
         fell_back.append(s.key)
     fell = tuple(dict.fromkeys(fell_back))
@@ -231,7 +235,7 @@ def encode(values: Mapping[str, Any]) -> dict[str, str]:
     for p in PARAMS:
         v = values.get(p.key, p.default)
         if v != p.default:
-            out[p.key] = _shown(v)
+            out[p.key] = spelled(v)
     return out
 
 
@@ -301,7 +305,7 @@ def view_scenario(values: Mapping[str, Any], uploaded: MeasuredCurve | None = No
         path, message = rejected_field(exc)
         raise ScenarioError(".".join(str(x) for x in path) or "scenario", message) from None
     notes = tuple(
-        f"{s.name} ({s.key}={_shown(value)}): {reason} — showing {s.key}={_shown(s.default)}"
+        f"{s.name} ({s.key}={spelled(value)}): {reason} — showing {s.key}={spelled(s.default)}"
         + (f" ({s.none_label})" if s.none_label and s.default == s.none_value else "")
         + " instead." for s, value, reason in rejected)
     return scenario, notes

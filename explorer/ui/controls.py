@@ -30,13 +30,21 @@ def check_url_once() -> None:
     raw = {k: st.query_params.get_all(k) for k in st.query_params}
     view = us.decode(raw)
     st.session_state[WARNINGS_KEY] = list(view.warnings)
-    # A bound widget reads the link itself: it drops a value it cannot show, and reads some
-    # text otherwise than the decoder (the last of repeated values; `07`, `1e-2`). So every
-    # widget whose link value fell back or was respelled starts at the value decoded here…
-    resets = {key: view.values[key] for key in (*view.fell_back, *view.respelled)}
-    st.session_state.update(resets)
-    # …but on its first run it takes a value it can show from the link (W=4 that D=7 rules
-    # out), whatever the session says; from the second run on, the session's value wins.
+    resets = {key: view.values[key] for key in view.fell_back}
+    st.session_state.update(resets)  # a bound widget ignores a bad value: start at the default
+    if view.respelled:
+        # A bound widget reads the link's text itself, from the query string of the run: it
+        # drops text it cannot read (`L=07`, repeats; Streamlit takes the last) or reads it
+        # otherwise. So before any widget binds, the link is rewritten as decoded (plain
+        # spelling, bad values gone) and the page runs again: widgets, URL and view agree.
+        for key in view.respelled:
+            st.query_params[key] = us.spelled(view.values[key])
+        for key in view.fell_back:
+            if key in st.query_params:
+                del st.query_params[key]
+        st.rerun()
+    # …but on its first run a widget takes a value it can show from the link (W=4 that D=7
+    # rules out), whatever the session says; from the second run on, the session's value wins.
     if any(key in st.query_params for key in resets):
         st.session_state[RESETS_KEY] = resets
 

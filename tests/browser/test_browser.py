@@ -170,15 +170,16 @@ def test_a_repeated_or_respelled_parameter_is_named_shown_and_the_url_made_plain
     from explorer import Scenario, evaluate
 
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
-    page.goto(app_url + "/?d=7&d=abc&rho=1e-2&v=1")
+    page.goto(app_url + "/?d=7&d=abc&rho=1e-2&L=%2B07&v=1")  # %2B: '+' itself means a space
     settle(page)
     body = page.locator("body").inner_text()
     assert "URL parameter 'd' (draft length D) is given 2 times" in body, body[:2000]
     assert page.get_by_role("slider", name="Draft length D").input_value() == "7"
     assert len(re.findall(r"[?&]d=", page.url)) == 1 and re.search(r"[?&]d=7(&|$)", page.url)
     assert re.search(r"[?&]rho=0\.01(&|$)", page.url), page.url
+    assert re.search(r"[?&]L=7(&|$)", page.url), page.url
     assert metric_text(page, "Speedup") == (
-        f"{evaluate(Scenario(draft_len=7, rho=0.01)).speedup:.2f}×")
+        f"{evaluate(Scenario(draft_len=7, rho=0.01, layers=7)).speedup:.2f}×")
     page.close()
 
 
