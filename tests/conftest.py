@@ -21,6 +21,8 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 KINDS = ("unit", "property", "app", "browser", "system")
+# the parser fuzz and contract suites feed hundreds of files per format: minutes, not seconds
+SLOW_MODULES = ("test_measured_downstream.py", "test_measured_fuzz.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -28,7 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         kind = Path(str(item.fspath)).parent.name
         if kind in KINDS:
             item.add_marker(kind)
-        if kind in ("browser", "system"):
+        if kind in ("browser", "system") or Path(str(item.fspath)).name in SLOW_MODULES:
             item.add_marker("slow")
 
 
