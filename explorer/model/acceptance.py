@@ -79,6 +79,17 @@ def scaled_al(marginal: npt.ArrayLike, level: npt.ArrayLike) -> FloatArray:
                       dtype=np.float64)
 
 
+# Marginals below this add nothing a user could see to AL; left in, 1/m overflows to inf and the
+# level search multiplies inf by the zero marginals (NaN).
+NEGLIGIBLE_MARGINAL = 1e-9
+
+
+def saturating_level(marginal: FloatArray) -> float:
+    """The smallest level r at which min(1, r·m_i) = 1 for every non-negligible marginal."""
+    usable = marginal[marginal >= NEGLIGIBLE_MARGINAL]
+    return 1.0 / float(usable.min()) if usable.size else 1.0
+
+
 def level_through(marginal: npt.ArrayLike, draft_len: int, gain: npt.ArrayLike,
                   iterations: int = 100) -> FloatArray:
     """The level r with Σ_{i≤D} min(1, r·m_i) = gain (= AL(D) − 1), by vectorized bisection.
@@ -88,8 +99,7 @@ def level_through(marginal: npt.ArrayLike, draft_len: int, gain: npt.ArrayLike,
     """
     m = np.asarray(marginal, dtype=np.float64)[:draft_len]
     g = np.asarray(gain, dtype=np.float64)
-    positive = m[m > 0]
-    hi_value = 1.0 / float(positive.min()) if positive.size else 1.0
+    hi_value = saturating_level(m)
     lo = np.zeros_like(g)
     hi = np.full_like(g, hi_value)
     for _ in range(iterations):  # fixed count: each halves the bracket of every element at once
@@ -109,8 +119,7 @@ def fit_level(marginal: npt.ArrayLike, draft_lens: npt.ArrayLike, als: npt.Array
     m = np.asarray(marginal, dtype=np.float64)
     d = np.asarray(draft_lens, dtype=np.int64)
     y = np.asarray(als, dtype=np.float64)
-    positive = m[: int(d.max())]
-    top = 1.0 / float(positive[positive > 0].min()) if (positive > 0).any() else 1.0
+    top = saturating_level(m[: int(d.max())])
     levels = np.concatenate([[0.0], np.geomspace(1e-3, max(top, 1e-3), grid)])
     table = scaled_al(m[: int(d.max())], levels)  # (grid, D_max + 1)
     sse = ((table[:, d] - y) ** 2).sum(axis=-1)
