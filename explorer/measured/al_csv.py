@@ -5,7 +5,9 @@ the shared reference data (shared/reference/al_curves.csv: columns source, model
 drafter, mechanism, dataset, D, AL, temperature), so that file and its subsets load as they
 are. Columns (case and spacing ignored): D (or draft_len, k, num_speculative_tokens), AL (or
 acceptance_length, accept_length, acc_length), optional mechanism, dataset (or category),
-model (or model_target), temperature, drafter, source, draft_style, max_supported_draft_len.
+model (or model_target), temperature, drafter, source, draft_style, max_supported_draft_len,
+al_std_error (the standard error of AL at that D, from the run's counts or per-request values:
+the measured points then carry an interval; a curve uses it only where every row gives one).
 Other columns are ignored.
 One curve per (mechanism, dataset, model, temperature, drafter).
 """
@@ -53,6 +55,7 @@ SOURCE_ALIASES = ("source", "reference", "citation")
 TEMPERATURE_ALIASES = ("temperature", "temp")
 STYLE_ALIASES = ("draft_style",)
 MAX_K_ALIASES = ("max_supported_draft_len", "max_supported_k")
+STD_ERROR_ALIASES = ("al_std_error", "al_stderr", "al_se", "std_error")
 
 
 def missing_columns_message(what: str, aliases: tuple[str, ...], tab: Table) -> str:
@@ -95,6 +98,9 @@ def parse_text(name: str, text: str) -> ParseResult:
         if max_col is not None
         else None
     )
+    se_col = find_column(h, STD_ERROR_ALIASES)
+    se = (parse_numbers(tab, se_col, col, minimum=0, required=False,
+                        what="standard error of AL") if se_col is not None else None)
     mech_raw = tab.text(mech_col)
     datasets = tab.text(find_column(h, DATASET_ALIASES))
     models = tab.text(find_column(h, MODEL_ALIASES))
@@ -165,6 +171,14 @@ def parse_text(name: str, text: str) -> ParseResult:
             max_supported = max(vals) if vals else None
         prov = group_provenance(name, (sources[i] for i in idx), model, dataset, temperature,
                                 FORMAT, drafter)
+        std_errors = None
+        if se is not None:
+            with_se = [i for i in usable if se.valid[i]]
+            if len(with_se) == len(usable):
+                std_errors = [float(se.values[i]) for i in usable]
+            elif with_se:
+                col.warn(f"{label}: {se_col} is given for {len(with_se)} of {len(usable)} rows; "
+                         "the curve's measured points carry no interval", row0, se_col)
         curve = build_curve(
             col,
             label=label,
@@ -176,6 +190,7 @@ def parse_text(name: str, text: str) -> ParseResult:
             max_supported=max_supported,
             rows=[int(tab.rows[i]) for i in usable],
             fields=[al_col] * len(usable),
+            std_errors=std_errors,
         )
         if curve is not None:
             curves.append(curve)

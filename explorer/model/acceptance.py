@@ -33,6 +33,29 @@ def al_from_marginal(marginal: npt.ArrayLike) -> FloatArray:
     return np.asarray(1.0 + np.cumsum(m, axis=-1), dtype=np.float64)
 
 
+def al_std_error_from_marginals(marginal: npt.ArrayLike, n_drafts: float) -> FloatArray:
+    """Standard error of AL(D), D = 1..len(marginal), from `n_drafts` drafts' marginals.
+
+    K_D, the tokens accepted of the first D, is Σ_{i≤D} 1[K ≥ i]; the indicators are nested
+    (accepting position j means accepting every i < j), so cov(1[K≥i], 1[K≥j]) = m_j(1 − m_i)
+    for i < j and var K_D = Σ_{i≤D} m_i(1 − m_i) + 2 Σ_{i<j≤D} m_j(1 − m_i), exactly. Drafts
+    are taken as independent; drafts of one request are correlated, so this is a lower bound on
+    the spread of a request mix."""
+    m = np.clip(np.asarray(marginal, dtype=np.float64), 0.0, 1.0)
+    j = np.arange(m.size, dtype=np.float64)  # positions before j (0-based)
+    before = np.concatenate([[0.0], np.cumsum(m)[:-1]])  # Σ_{i<j} m_i
+    var = np.cumsum(m * (1.0 - m)) + 2.0 * np.cumsum(m * (j - before))
+    return np.asarray(np.sqrt(np.maximum(var, 0.0) / max(float(n_drafts), 1.0)),
+                      dtype=np.float64)
+
+
+def al_std_error_bound(al: float, draft_len: int, n_drafts: float) -> float:
+    """The largest standard error AL can have at D when only its mean and the count are known:
+    K ∈ [0, D] with mean g = AL − 1 has variance at most g·(D − g)."""
+    g = min(max(al - 1.0, 0.0), float(draft_len))
+    return float(np.sqrt(g * (draft_len - g) / max(float(n_drafts), 1.0)))
+
+
 def al_from_conditional(conditional: npt.ArrayLike) -> FloatArray:
     """AL(D) for D = 1..len(conditional) from conditional per-position rates."""
     return al_from_marginal(marginal_from_conditional(conditional))
