@@ -227,6 +227,15 @@ FIT_ALTERNATIVES: tuple[tuple[str, dict[str, object]], ...] = (
 )
 
 
+def _memory_with(scenario: Scenario, update: dict[str, object]) -> float | None:
+    """Memory per GPU at the scenario's B and S with `update` applied; None if it is invalid."""
+    try:
+        alt = scenario_model(scenario.model_copy(update=update))
+    except ScenarioError:
+        return None
+    return float(np.ravel(alt.memory_bytes(scenario.batch, scenario.context, alt.r.group))[0])
+
+
 def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[str]]:
     """When nothing fits: the largest B at which the fastest option (`slug`) and plain decoding
     fit, and which of an FP8 KV cache, FP8 weights or more TP would fit at this B."""
@@ -261,12 +270,8 @@ def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[st
         alternatives.append((f"TP={tp}", {"tp": tp}))
     would: list[str] = []
     for label, upd in alternatives:
-        try:
-            alt = scenario_model(cand.model_copy(update=upd))
-        except ScenarioError:
-            continue
-        mem = float(np.ravel(alt.memory_bytes(cand.batch, cand.context, alt.r.group))[0])
-        if mem <= hbm:
+        mem = _memory_with(cand, upd)
+        if mem is not None and mem <= hbm:
             would.append(f"{label} ({mem / 1e9:,.0f} GB)")
             if label.startswith("TP="):
                 break  # the smallest TP that fits is the one to name
@@ -274,12 +279,9 @@ def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[st
         tp = cand.tp
         while tp * 2 <= m.r.model.q_heads and not would:
             tp *= 2
-            upd = {"kv_dtype": "fp8", "tp": tp}
-            try:
-                alt = scenario_model(cand.model_copy(update=upd))
-            except ScenarioError:
+            mem = _memory_with(cand, {"kv_dtype": "fp8", "tp": tp})
+            if mem is None:
                 break
-            mem = float(np.ravel(alt.memory_bytes(cand.batch, cand.context, alt.r.group))[0])
             if mem <= hbm:
                 would.append(f"an FP8 KV cache and TP={tp} ({mem / 1e9:,.0f} GB)")
     if would:
