@@ -14,6 +14,7 @@ from explorer.analysis.views import speedup_surface
 from explorer.base.limits import VIEW_MAX_DRAFT_LEN
 from explorer.model.grid import scenario_model
 from explorer.specs.scenario import Scenario
+from explorer.ui.figures import vline
 from explorer.ui.text import plotly_text
 
 FloatArray = npt.NDArray[np.float64]
@@ -112,13 +113,9 @@ def pareto_overlay(series: Sequence[CompareSeries], slo: float | None = None) ->
                 hovertemplate=f"this scenario: B={s.batch}, D={s.draft_len}<br>"
                 "%{x:.1f} tok/s/user<br>%{y:.0f} tok/s/GPU<extra></extra>"))
     if slo:
-        x = float(np.log10(slo))
-        fig.update_layout(
-            shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0,
-                     "y1": 1, "line": {"color": "orange", "dash": "dash", "width": 1}}],
-            annotations=[{"x": x, "y": 1, "xref": "x", "yref": "paper", "showarrow": False,
-                          "text": f"SLO {slo:g} tok/s/user", "font": {"size": 9},
-                          "yanchor": "bottom"}])
+        shape, note = vline(float(slo), f"SLO {slo:g} tok/s/user", color="orange", dash="dash",
+                            log_x=True)
+        fig.update_layout(shapes=[shape], annotations=[note])
     fig.update_layout(title="Pareto frontiers: throughput per GPU vs speed per user",
                       xaxis={"title": "tokens/s per user (interactivity, log)", "type": "log"},
                       yaxis={"title": "tokens/s per GPU (throughput, log)", "type": "log"},

@@ -25,12 +25,18 @@ _LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "hovermode": "closest
            "legend": {"orientation": "h", "y": -0.28}}
 
 
-def _vline(x: float, text: str, color: str = "gray", dash: str = "dot",
-           angle: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A vertical line and its label as plain layout dicts (Figure.add_vline is ~30 ms each)."""
+def vline(x: float, text: str, color: str = "gray", dash: str = "dot",
+          angle: int = 0, log_x: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A vertical line and its label as plain layout dicts (Figure.add_vline is ~30 ms each).
+
+    On a log axis plotly.js places shapes in data coordinates but annotations in log10 ones
+    (plotly 7 / plotly.js 3 layout reference: `annotations[].x` "If the axis type is log, then
+    you must take the log"; `shapes[].x0` has no such rule) — so the label is moved, not the
+    line."""
     shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
              "line": {"color": color, "dash": dash, "width": 1}}
-    note = {"x": x, "y": 1, "xref": "x", "yref": "paper", "text": text, "showarrow": False,
+    note = {"x": float(np.log10(x)) if log_x else x, "y": 1, "xref": "x", "yref": "paper",
+            "text": text, "showarrow": False,
             "textangle": angle, "font": {"size": 9}, "yanchor": "top" if angle else "bottom"}
     return shape, note
 
@@ -137,9 +143,9 @@ def tile_steps_figure(curves: list[TileCurve], current_d: int, normalized: bool)
             + f"<extra>{c.label}</extra>",
         ))
     groups = sorted({c.group for c in curves})
-    lines = [_vline(d, f"G·(1+D)={128 * (i + 1)} (G={g:g})", angle=-90)
+    lines = [vline(d, f"G·(1+D)={128 * (i + 1)} (G={g:g})", angle=-90)
              for g in groups for i, d in enumerate(tile_boundaries(g))]
-    lines.append(_vline(current_d, "current D", color="green", dash="solid"))
+    lines.append(vline(current_d, "current D", color="green", dash="solid"))
     _add_lines(fig, lines)
     fig.update_layout(
         title=("Normalized attention throughput vs D" if normalized
@@ -160,9 +166,8 @@ def gemm_figure(curves: list[GemmCurve], ridge: float, peak_tflops: float,
             hovertemplate="B=%{x}<br>B·(1+D)=%{customdata:.0f} tokens<br>%{y:.0f} TFLOP/s"
             f"<extra>D={c.draft_len}</extra>",
         ))
-    # Shapes on a log axis take log10 coordinates.
-    ridge_line = _vline(float(np.log10(ridge)), f"ridge M*≈{ridge:.0f} tokens (D=0)",
-                        dash="dash")
+    ridge_line = vline(float(ridge), f"ridge M*≈{ridge:.0f} tokens (D=0)", dash="dash",
+                       log_x=True)
     peak = ({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": peak_tflops,
              "y1": peak_tflops, "line": {"dash": "dot", "color": "gray", "width": 1}},
             {"x": 0, "y": peak_tflops, "xref": "paper", "yref": "y", "showarrow": False,
@@ -302,8 +307,8 @@ def pareto_figure(with_spec: ParetoFrontier, without: ParetoFrontier,
                              name="current B without spec",
                              marker={"symbol": "circle-open", "size": 12, "color": "#888"}))
     if slo:
-        _add_lines(fig, [_vline(float(np.log10(slo)), f"SLO {slo:g} tok/s/user",
-                                color="orange", dash="dash")])
+        _add_lines(fig, [vline(float(slo), f"SLO {slo:g} tok/s/user", color="orange",
+                               dash="dash", log_x=True)])
     fig.update_layout(title="Pareto frontier: throughput per GPU vs speed per user",
                       xaxis={"title": "tokens/s per user (interactivity, log)", "type": "log"},
                       yaxis={"title": "tokens/s per GPU (throughput, log)", "type": "log"},

@@ -155,8 +155,15 @@ def test_png_and_svg_exports_through_kaleido_and_system_chromium():
         figure_image(fig, "gif")
 
 
+def export_charts(at: AppTest) -> dict[str, object]:
+    from explorer.ui import explorer_charts
+
+    return explorer_charts.all_charts(Scenario().model_dump_json(), {})
+
+
 def _run_app() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["vw"] = "export"  # the Export view
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -169,7 +176,8 @@ def test_export_tab_offers_every_download_and_the_engine_configs():
                   "vLLM speculative_config (JSON)", "SGLang launch (sh)",
                   "TensorRT-LLM config (YAML)"):
         assert label in labels, label
-    assert labels.count("HTML") == len(at.get("plotly_chart"))  # one per chart on the page
+    # One per chart of the page (the Export view draws none; it offers every view's).
+    assert labels.count("HTML") == len(export_charts(at))
     assert "PNG" not in labels  # images wait for "Prepare images"
     ec = engine_configs(Scenario())
     codes = [c.value for c in at.code]
@@ -195,7 +203,7 @@ def test_prepare_images_renders_every_chart():
     at.button(key="export_prepare").click().run()
     assert not at.exception and not at.warning, [w.value for w in at.warning]
     labels = [b.label for b in at.get("download_button")]
-    n = len(at.get("plotly_chart"))
+    n = len(export_charts(at))
     assert labels.count("PNG") == labels.count("SVG") == n
     images = at.session_state["export_images"]
     assert len(images) == n
