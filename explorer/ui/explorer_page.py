@@ -10,6 +10,7 @@ import streamlit as st
 
 from explorer.analysis.evaluate import Evaluation
 from explorer.analysis.fallbacks import with_fallbacks
+from explorer.analysis.frontier import break_even_text
 from explorer.analysis.recommend import Recommendation
 from explorer.analysis.targets import OperatingPoint, slo_answer, token_cost
 from explorer.base.errors import ScenarioError
@@ -28,7 +29,14 @@ def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = No
                    overrides: HardwareOverrides | None = None) -> tuple[Scenario, list[str]]:
     """The scenario to show; a field the model rejects is named and reset (analysis.fallbacks)."""
     notes: list[str] = []
-    if values.get("acc") == "upload" and uploaded is None:
+    mech = values.get("mech")
+    if values.get("acc") == "upload" and uploaded is not None and uploaded.mechanism \
+            and mech and uploaded.mechanism != mech:
+        # A curve measured for one drafter says nothing about another's acceptance.
+        notes.append(f"AL source 'upload': your curve is for {uploaded.mechanism}, not {mech} — "
+                     f"using the {mech} prior (switch back to use your curve).")
+        uploaded = None
+    elif values.get("acc") == "upload" and uploaded is None:
         notes.append("AL source 'upload': no uploaded curve yet (Measured data page) — "
                      "using the mechanism prior.")
     sc, rejected = view_scenario(values, uploaded)
@@ -115,13 +123,11 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         st.error("**No mechanism fits in memory at this operating point.**\n\n"
                  + "\n".join(f"- {md_text(h)}" for h in rec.fit_hints))
     bd = charts.best(js)
-    be, max_b = bd.break_even_batch, bd.max_batch_in_memory
+    max_b = bd.max_batch_in_memory
     st.markdown(
-        f"**Break-even batch** for {sc.mechanism}: "
-        + (f"speculation stops paying from **B ≈ {be}**" if be else
-           f"speculation pays at every B from {bd.batch[0]} to {bd.batch[-1]}")
-        + (f"; at S={sc.context // 1024}K the largest batch that fits in memory is "
-           f"**B = {max_b}**." if max_b else "; no batch fits in memory at this context.")
+        f"**Break-even batch** for {sc.mechanism}: " + break_even_text(bd)
+        + (f". At S={sc.context // 1024}K the largest batch that fits in memory is "
+           f"**B = {max_b}**." if max_b else ". No batch fits in memory at this context.")
     )
     with st.container(border=True):
         st.subheader("The five guidelines, evaluated here")

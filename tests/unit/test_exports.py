@@ -31,6 +31,7 @@ from explorer.ui.export_panel import (
     figure_html,
     figure_image,
     parquet_bytes,
+    report_html,
     scenario_json,
     sweep_file,
 )
@@ -128,15 +129,19 @@ def test_parquet_bytes_are_parquet():
     pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(data)), df, check_dtype=False)
 
 
-def test_html_export_is_standalone_and_contains_the_figure():
+def test_html_export_is_small_and_the_report_standalone():
     html = figure_html(small_figure())
     assert html.lstrip().lower().startswith(("<!doctype html>", "<html"))
     assert html.rstrip().endswith("</html>")
     assert "Export probe 7421" in html and "speedup-trace-xyz" in html
     assert "Plotly.newPlot" in html
-    # plotly.js is inlined: no script is loaded from elsewhere
-    assert re.findall(r"<script[^>]*>", html) and not re.findall(r"<script[^>]*src=", html)
-    assert len(html) > 1_000_000
+    # one chart: plotly.js from the file beside it (offered once), never from the network
+    assert re.findall(r"<script[^>]*src=\"([^\"]*)\"", html) == ["plotly.min.js"]
+    assert len(html) < 100_000
+    # the report: plotly.js inlined once, no script loaded from elsewhere
+    report = report_html({"a": small_figure(), "b": small_figure()}, "probe")
+    assert re.findall(r"<script[^>]*>", report) and not re.findall(r"<script[^>]*src=", report)
+    assert report.count("Export probe 7421") == 2 and len(report) > 1_000_000
 
 
 @pytest.mark.browser
