@@ -428,7 +428,9 @@ def _tokenizer(family: str, vocab: int, notes: list[str]) -> str:
     the preset drafts that share it fit), else one of its own: a draft must share the
     target's vocabulary, and a config names no tokenizer."""
     for m in model_presets().values():
-        if m.family == family and m.vocab == vocab and m.tokenizer:
+        # Only named tokenizers (the hand-sourced presets'): a config-made preset's
+        # "family:vocab" is what this function would give anyway.
+        if m.family == family and m.vocab == vocab and m.tokenizer and ":" not in m.tokenizer:
             notes.append(f"tokenizer: assumed {m.tokenizer} (same family and vocabulary size "
                          f"{vocab} as the {m.slug} preset)")
             return m.tokenizer
