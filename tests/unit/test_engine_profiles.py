@@ -189,3 +189,25 @@ def test_a_published_row_maps_and_gives_a_finite_prediction():
     ranged = row.copy()
     ranged["batch"] = "1..32"
     assert v.map_row(ranged)[1] == "D, batch, AL or speedup not a single number"
+
+
+def test_best_d_break_even_pareto_recommendation_and_export_follow_the_engine():
+    from explorer.analysis.frontier import best_draft_len, pareto
+    from explorer.analysis.recommend import recommend
+    from explorer.export.engine_configs import engine_configs
+
+    batches = np.arange(1, 257)
+    out = {}
+    for engine in ("vllm", "trtllm"):
+        sc = Scenario(**BASE, mechanism="eagle3", batch=40,  # type: ignore[arg-type]
+                      engine=engine)
+        out[engine] = (best_draft_len(sc, batches), recommend(sc, ["eagle3"]),
+                       pareto(sc), engine_configs(sc, "eagle3", max_batch=256))
+    (f_v, r_v, p_v, e_v), (f_t, r_t, p_t, e_t) = out["vllm"], out["trtllm"]
+    # TensorRT-LLM replays no graph at 33…63 requests (no padding): those batches pay eager
+    # launches, so speculation's speedups there differ from vLLM's
+    assert not np.allclose(f_v.speed_best_speedup[32:63], f_t.speed_best_speedup[32:63])
+    assert r_v.ranking[0].speedup != r_t.ranking[0].speedup
+    assert p_v[0].tokens_per_s_per_gpu != p_t[0].tokens_per_s_per_gpu  # with speculation
+    assert e_v.break_even_batch == f_v.break_even_batch
+    assert e_t.break_even_batch == f_t.break_even_batch
