@@ -70,10 +70,24 @@ def hardware_presets() -> dict[str, HardwareSpec]:
     return out
 
 
+# Columns of data/hf_models.csv: presets read from the Hugging Face configs aiconfigurator-core
+# ships (written by scripts/hf_presets.py), with the MLA shapes a config may set besides.
+MLA_SHAPE_COLUMNS: tuple[str, ...] = ("q_lora_rank", "qk_nope_dim", "v_head_dim")
+HF_MODEL_COLUMNS: tuple[str, ...] = (
+    "slug", "name", "role", "layers", "hidden", "q_heads", "kv_heads", "head_dim",
+    "ffn_intermediate", "n_routed_experts", "experts_per_tok", "n_shared_experts",
+    "moe_intermediate", "first_dense_layers", "vocab", "tied_embeddings", "attention_kind",
+    "kv_lora_rank", "qk_rope_dim", *MLA_SHAPE_COLUMNS, "sliding_window", "sliding_layers",
+    "total_params_b", "active_params_b", "source", "assumptions", "family", "tokenizer",
+    "mtp_layers", "mtp_params_b", "speculation_source",
+)
+
+
 @lru_cache(maxsize=1)
 def model_presets() -> dict[str, ModelSpec]:
+    """data/models.csv (sourced by hand) then data/hf_models.csv (from shipped configs)."""
     out: dict[str, ModelSpec] = {}
-    for r in _rows("models.csv"):
+    for r in _rows("models.csv") + _rows("hf_models.csv"):
         fields: dict[str, Any] = {
             "slug": r["slug"],
             "name": r["name"],
@@ -94,7 +108,7 @@ def model_presets() -> dict[str, ModelSpec]:
             "layers", "hidden", "q_heads", "kv_heads", "head_dim", "ffn_intermediate",
             "n_routed_experts", "experts_per_tok", "n_shared_experts", "moe_intermediate",
             "first_dense_layers", "vocab", "kv_lora_rank", "qk_rope_dim", "sliding_window",
-            "sliding_layers",
+            "sliding_layers", *MLA_SHAPE_COLUMNS,
         ):
             value = _int(r.get(key, ""))
             if value is not None:

@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from explorer.base.errors import ScenarioError
-from explorer.model.resolve import resolve
-from explorer.presets import draft_heads, mechanism_presets, model_presets
+from explorer.model.resolve import resolve, target_model
+from explorer.presets import draft_heads, mechanism_presets
 from explorer.specs.scenario import Scenario
 
 Status = Literal["ships with the target", "published", "to be trained", "separate draft model",
@@ -37,7 +37,7 @@ def availability(scenario: Scenario, slug: str | None = None) -> Availability:
     """`slug` (default: the scenario's mechanism) for the scenario's target model."""
     slug = slug or scenario.mechanism
     mech = mechanism_presets()[slug]
-    model = model_presets().get(scenario.model)
+    model = target_model(scenario)
     if model is None:
         return Availability(mechanism=slug, available=False, status="unavailable",
                             text=f"unknown target model '{scenario.model}'")

@@ -17,7 +17,7 @@ from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.model.corrections import KernelCorrections
 from explorer.model.kernels import attention_time, gemm_time
 from explorer.model.measured_kernels import MeasuredKernels
-from explorer.specs.architecture import MLA_Q_LORA_RANK, MLA_QK_NOPE_DIM, MLA_V_HEAD_DIM, ModelSpec
+from explorer.specs.architecture import ModelSpec
 from explorer.specs.hardware import HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -95,14 +95,16 @@ class LayerModel:
         m = self.model
         q_rank, kv_rank, _ = self.heads_per_rank(group)
         if m.attention_kind == "mla":
-            qk_dim = MLA_QK_NOPE_DIM + m.qk_rope_dim
+            qk_dim = m.qk_nope_dim + m.qk_rope_dim
+            q_proj = (self._gemm(n, m.q_lora_rank, m.hidden)
+                      + self._gemm(n, q_rank * qk_dim, m.q_lora_rank)
+                      if m.q_lora_rank else self._gemm(n, q_rank * qk_dim, m.hidden))
             return (
-                self._gemm(n, MLA_Q_LORA_RANK, m.hidden)
-                + self._gemm(n, q_rank * qk_dim, MLA_Q_LORA_RANK)
+                q_proj
                 + self._gemm(n, m.kv_lora_rank + m.qk_rope_dim, m.hidden)
-                + self._gemm(n, q_rank * m.kv_lora_rank, MLA_QK_NOPE_DIM)
-                + self._gemm(n, q_rank * MLA_V_HEAD_DIM, m.kv_lora_rank)
-                + self._gemm(n, m.hidden, q_rank * MLA_V_HEAD_DIM)
+                + self._gemm(n, q_rank * m.kv_lora_rank, m.qk_nope_dim)
+                + self._gemm(n, q_rank * m.v_head_dim, m.kv_lora_rank)
+                + self._gemm(n, m.hidden, q_rank * m.v_head_dim)
             )
         qkv = self._gemm(n, (q_rank + 2.0 * kv_rank) * m.head_dim, m.hidden)
         out = self._gemm(n, m.hidden, q_rank * m.head_dim)

@@ -14,7 +14,7 @@ from explorer.presets import (
     mechanism_presets,
     model_presets,
 )
-from explorer.specs.architecture import ModelSpec
+from explorer.specs.architecture import DrafterSpec, ModelSpec
 from explorer.specs.hardware import HardwareSpec
 from explorer.specs.mechanism import MechanismSpec
 from explorer.specs.scenario import Scenario
@@ -68,17 +68,49 @@ def _check_draft(mech: MechanismSpec, model: ModelSpec, draft: ModelSpec | None)
         )
 
 
+def target_model(scenario: Scenario) -> ModelSpec | None:
+    """The scenario's target: its custom model (read from a config.json) or its preset."""
+    if scenario.custom_model is not None:
+        return scenario.custom_model
+    return model_presets().get(scenario.model)
+
+
+def apply_drafter(mech: MechanismSpec, drafter: DrafterSpec | None) -> MechanismSpec:
+    """The mechanism with a drafter config's layers and vocabulary when the config is a head of
+    its kind (an EAGLE-3 config changes eagle3; the other mechanisms, ranked beside it by
+    `recommend`, keep their presets)."""
+    if drafter is None or drafter.kind != mech.slug:
+        return mech
+    update: dict[str, object] = {"draft_layers": drafter.draft_layers}
+    if drafter.kind == "eagle3":
+        update["draft_vocab"] = drafter.draft_vocab
+    return mech.model_copy(update=update)
+
+
+def _default_draft(scenario: Scenario, model: ModelSpec) -> str | None:
+    if scenario.custom_model is None:
+        return DEFAULT_DRAFT_MODEL.get(scenario.model)
+    drafts = compatible_drafts(model)  # a custom target: the first preset draft that fits
+    return drafts[0] if drafts else None
+
+
 def resolve(scenario: Scenario) -> Resolved:
     """Look up presets and apply overrides; raises ScenarioError naming the bad field."""
     hw = _pick(hardware_presets(), scenario.hardware, "hardware")
-    model = _pick(model_presets(), scenario.model, "model")
-    mech = _pick(mechanism_presets(), scenario.mechanism, "mechanism")
+    model = scenario.custom_model or _pick(model_presets(), scenario.model, "model")
+    mech = apply_drafter(_pick(mechanism_presets(), scenario.mechanism, "mechanism"),
+                         scenario.custom_drafter)
     if scenario.hardware_overrides is not None:
         hw = scenario.hardware_overrides.apply(hw)
-    draft_slug = scenario.draft_model or DEFAULT_DRAFT_MODEL.get(scenario.model)
+    external = scenario.custom_drafter is not None and scenario.custom_drafter.kind == "external"
     draft = None
-    if draft_slug is not None:
-        draft = _pick(model_presets(), draft_slug, "draft_model")
+    if external:
+        assert scenario.custom_drafter is not None
+        draft = scenario.custom_drafter.model
+    else:
+        draft_slug = scenario.draft_model or _default_draft(scenario, model)
+        if draft_slug is not None:
+            draft = _pick(model_presets(), draft_slug, "draft_model")
     if mech.needs_draft_model:
         _check_draft(mech, model, draft)
     group = float(scenario.group) if scenario.group is not None else model.group_size

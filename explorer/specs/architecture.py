@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Absorbed-MLA projection shapes (DeepSeek-V3 config_671B.json, reference/models.csv):
 # q_lora_rank 1536, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128.
@@ -37,6 +37,12 @@ class ModelSpec(BaseModel):
     attention_kind: Literal["gqa", "mla"] = "gqa"
     kv_lora_rank: int = Field(default=0, ge=0)
     qk_rope_dim: int = Field(default=0, ge=0)
+    # MLA projection shapes (the constants above are DeepSeek-V3's, the default); a config's
+    # own (GLM-5: q_lora_rank 2048, qk_nope 192, v 256) replace them. q_lora_rank 0: no
+    # low-rank query (q projected from the hidden state directly).
+    q_lora_rank: int = Field(default=MLA_Q_LORA_RANK, ge=0)
+    qk_nope_dim: int = Field(default=MLA_QK_NOPE_DIM, ge=0)
+    v_head_dim: int = Field(default=MLA_V_HEAD_DIM, ge=0)
     sliding_window: int = Field(default=0, ge=0, description="tokens; 0 = none")
     sliding_layers: int = Field(default=0, ge=0)
     total_params_b: float | None = Field(default=None, gt=0)
@@ -65,13 +71,14 @@ class ModelSpec(BaseModel):
 
     def attention_params_per_layer(self) -> float:
         if self.attention_kind == "mla":
-            qk_dim = MLA_QK_NOPE_DIM + self.qk_rope_dim
+            qk_dim = self.qk_nope_dim + self.qk_rope_dim
+            q_proj = (self.hidden * self.q_lora_rank + self.q_lora_rank * self.q_heads * qk_dim
+                      if self.q_lora_rank else self.hidden * self.q_heads * qk_dim)
             return float(
-                self.hidden * MLA_Q_LORA_RANK
-                + MLA_Q_LORA_RANK * self.q_heads * qk_dim
+                q_proj
                 + self.hidden * (self.kv_lora_rank + self.qk_rope_dim)
-                + self.kv_lora_rank * self.q_heads * (MLA_QK_NOPE_DIM + MLA_V_HEAD_DIM)
-                + self.q_heads * MLA_V_HEAD_DIM * self.hidden
+                + self.kv_lora_rank * self.q_heads * (self.qk_nope_dim + self.v_head_dim)
+                + self.q_heads * self.v_head_dim * self.hidden
             )
         qkv = self.hidden * (self.q_heads + 2 * self.kv_heads) * self.head_dim
         return float(qkv + self.q_heads * self.head_dim * self.hidden)
@@ -92,3 +99,29 @@ class ModelSpec(BaseModel):
         )
         embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
         return float(per_model + embeddings)
+
+
+DrafterKind = Literal["eagle3", "dflash", "dspark", "external"]
+
+
+class DrafterSpec(BaseModel):
+    """A drafter read from its own config.json: a head that runs on the target's hidden states
+    (EAGLE-3, DFlash/DSpark: `kind` is the mechanism it is priced as, with the config's layer
+    count and vocabulary) or an external draft model (`model`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: DrafterKind
+    name: str
+    draft_layers: int | None = Field(default=None, ge=0, le=1000)
+    draft_vocab: int | None = Field(default=None, ge=1)
+    block_size: int | None = Field(default=None, ge=1, le=1024)
+    model: ModelSpec | None = None
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _model_iff_external(self) -> DrafterSpec:
+        if (self.model is not None) != (self.kind == "external"):
+            raise ValueError("model: an external draft model carries its ModelSpec, a head none")
+        return self

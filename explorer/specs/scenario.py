@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from explorer.base.dtypes import KvDtype, WeightDtype
 from explorer.base.engines import ServingEngine
+from explorer.specs.architecture import DrafterSpec, ModelSpec
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve, KernelTimings, StepTimings, al_within_bounds
 from explorer.specs.settings import setting_field
@@ -64,6 +65,12 @@ class Scenario(BaseModel):
     hardware_overrides: HardwareOverrides | None = None
     measured_kernels: KernelTimings | None = None
     measured_steps: StepTimings | None = None
+    # A model read from a config.json (explorer/measured/hf_config.py) travels in the scenario
+    # itself, so saved scenarios and their links carry it; `model` is then its slug.
+    custom_model: ModelSpec | None = None
+    # A drafter read from its config.json: an EAGLE-3 / DFlash / DSpark head (the mechanism of
+    # that kind runs with its layers and vocabulary) or an external draft model.
+    custom_drafter: DrafterSpec | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -71,6 +78,9 @@ class Scenario(BaseModel):
             raise ValueError(
                 f"verify_width: W={self.verify_width} must be ≥ 1+D = {1 + self.draft_len}"
             )
+        if self.custom_model is not None and self.model != self.custom_model.slug:
+            raise ValueError(f"model: '{self.model}' is not the uploaded model's slug "
+                             f"'{self.custom_model.slug}' (the custom model is the target)")
         a = self.acceptance
         if (a.kind == "fixed" and a.fixed_al is not None
                 and not al_within_bounds(a.fixed_al, self.draft_len)):

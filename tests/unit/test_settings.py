@@ -21,7 +21,8 @@ from explorer.specs.scenario import Acceptance, MeasuredCurve, Scenario
 from explorer.specs.settings import SETTING_OF_FIELD, SETTINGS, Setting
 from tests.support.paths import ROOT
 
-COMPOSITE_FIELDS = {"acceptance", "hardware_overrides", "measured_kernels", "measured_steps"}
+COMPOSITE_FIELDS = {"acceptance", "hardware_overrides", "measured_kernels", "measured_steps",
+                    "custom_model", "custom_drafter"}
 
 
 def with_context(s: Setting, value: Any) -> dict[str, Any]:

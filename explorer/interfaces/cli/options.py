@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from explorer.calibration import CalibrationError, fit_kernel_efficiencies, fit_step_overheads
 from explorer.measured import ParseResult, validate_path
+from explorer.measured.hf_config import HfModelConfig, read_config_file
 from explorer.model.grid import scenario_model
 from explorer.presets import preset_table
 from explorer.specs.scenario import Acceptance, Scenario
@@ -32,6 +33,7 @@ FLAG_OF_FIELD: dict[str, str] = {
     **{s.field: s.flag for s in SETTINGS if s.field and s.flag},
     "acceptance": "--alpha/--al", "alpha": "--alpha", "fixed_al": "--al",
     "al_file": "--al-file", "timings_file": "--timings-file",
+    "custom_model": "--model-config", "custom_drafter": "--draft-config",
 }
 
 
@@ -114,7 +116,46 @@ def add_scenario_options(p: argparse.ArgumentParser, lists: bool) -> None:
                    "mechanism becomes the AL source")
     p.add_argument("--timings-file", metavar="FILE",
                    help="measured kernel or step timings: calibrates the hardware preset")
+    p.add_argument("--model-config", metavar="FILE",
+                   help="the target's Hugging Face config.json (an hf_quant_config.json beside "
+                   "it is read too): replaces --model; its quantization sets --dtype")
+    p.add_argument("--draft-config", metavar="FILE",
+                   help="a drafter's config.json: an EAGLE-3 or DFlash/DSpark head (sets the "
+                   "mechanism) or a draft model (mechanism external)")
     p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _config_error(flag: str, path: str, result: HfModelConfig) -> UsageError:
+    errors = [p for p in result.problems if p.severity == "error"]
+    first = errors[0] if errors else None
+    where = f"field {first.field}: " if first is not None and first.field else ""
+    return UsageError(f"argument {flag}: '{path}' is not a usable config.json: {where}"
+                      f"{first.message if first else result.summary}")
+
+
+def _with_configs(args: argparse.Namespace, fields: dict[str, Any]) -> None:
+    """--model-config / --draft-config: the parsed specs go into the scenario itself."""
+    model_path = getattr(args, "model_config", None)
+    if model_path:
+        if getattr(args, "model", None):
+            raise UsageError("argument --model-config: give --model or --model-config, not both")
+        res = read_config_file(model_path)
+        if res.model is None:
+            raise _config_error("--model-config", model_path, res)
+        fields["custom_model"] = res.model.model_dump()
+        fields["model"] = res.model.slug
+        if getattr(args, "dtype", None) is None and res.weights_dtype is not None:
+            fields["dtype"] = res.weights_dtype
+        if getattr(args, "kv_dtype", None) is None and res.kv_dtype is not None:
+            fields["kv_dtype"] = res.kv_dtype
+    draft_path = getattr(args, "draft_config", None)
+    if draft_path:
+        res = read_config_file(draft_path, drafter=True)
+        if res.drafter is None:
+            raise _config_error("--draft-config", draft_path, res)
+        fields["custom_drafter"] = res.drafter.model_dump()
+        if getattr(args, "mechanism", None) is None:
+            fields["mechanism"] = res.drafter.kind
 
 
 def add_view_options(p: argparse.ArgumentParser) -> None:
@@ -171,6 +212,7 @@ def scenario_from_args(args: argparse.Namespace, overrides: dict[str, object] | 
             fields[s.field] = value
     if overrides:
         fields.update(overrides)
+    _with_configs(args, fields)
     if args.alpha is not None:
         fields["acceptance"] = {"kind": "iid", "alpha": args.alpha}
     elif args.al is not None:

@@ -1,0 +1,652 @@
+"""A Hugging Face `config.json` (and its `hf_quant_config.json`) → a validated ModelSpec or
+DrafterSpec.
+
+The config is data: nothing in it is executed (`auto_map`, `trust_remote_code` and remote code
+are ignored). Fields are read by name across the families that spell them differently (Llama,
+Qwen2/3, Qwen3-MoE, Qwen3.5, DeepSeek-V3/V3.2/V4, GLM, Kimi, gpt-oss, Gemma, Mistral/Mixtral,
+MiniMax, Llama-4, Step, MiMo); a multimodal config's `text_config` is the model. What the cost
+model does not price as the config says (linear attention, sparse attention, per-layer dims) is
+listed in `notes` with how it is priced — or the config is refused with the reason.
+
+One contract with the other parsers: a config is refused with every problem named by field, or
+the spec it gives is valid for everything downstream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from explorer.base.dtypes import WeightDtype
+from explorer.base.limits import MAX_FILE_BYTES
+from explorer.base.quoting import quote
+from explorer.measured._bounds import check_json_shape
+from explorer.measured._json import json_int, load_json
+from explorer.measured._problems import Collector, validation_message
+from explorer.presets import model_presets
+from explorer.specs.architecture import DrafterSpec, ModelSpec
+from explorer.specs.measured import Problem
+
+FORMAT = "hf_config"
+QUANT_SUFFIX = "hf_quant_config.json"
+
+# What a config may say before it is an absurd size (the cost model's arrays stay small, and a
+# typo of three extra zeros is caught): each bound is far above any published model.
+MAX_LAYERS = 1000  # ModelSpec.layers' own bound
+MAX_HIDDEN = 131_072
+MAX_HEADS = 4096
+MAX_HEAD_DIM = 4096
+MAX_FFN = 1_048_576
+MAX_EXPERTS = 65_536
+MAX_VOCAB = 4_194_304
+MAX_WINDOW = 16_777_216
+
+# Architectures the parser reads as a causal decoder (the `architectures` entry or `model_type`).
+# A config of another one is refused, naming it; these two are refused with their reason.
+REFUSED: dict[str, str] = {
+    "NemotronHForCausalLM": "a Mamba-2 hybrid whose hybrid_override_pattern mixes Mamba, "
+    "attention and MLP blocks as separate layers; the cost model prices one transformer layer "
+    "(attention + MLP) at a time and has no Mamba kernel",
+    "DeciLMForCausalLM": "a NAS model whose block_configs give every layer its own attention and "
+    "FFN (some skipped); the cost model prices identical layers",
+}
+HEADS: dict[str, Literal["eagle3", "dflash", "dspark"]] = {
+    "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark",
+}
+KNOWN_TYPES = (
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+    "qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "deepseek_v2", "deepseek_v3",
+    "deepseek_v32", "deepseek_v4", "deepseek_ref", "kimi_k2", "kimi_k25", "kimi_k3",
+    "kimi_linear", "glm", "glm4", "glm4_moe", "glm_moe_dsa", "gpt_oss", "gemma", "gemma2",
+    "gemma3", "gemma3_text", "gemma4", "gemma4_text", "minimax", "minimax_m2", "minimax_m3",
+    "minimax_m3_vl", "llama4", "llama4_text", "step3p7", "mimo", "mimo_v2_flash", "phi3",
+)
+
+
+class HfModelConfig(BaseModel):
+    """What one config.json gives: a target (or external draft) model, or a drafter head, with
+    the weights dtype its quantization sets and how the cost model prices what it cannot price
+    as written (`notes`). `problems` hold the errors when neither spec is set."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    summary: str
+    model: ModelSpec | None = None
+    drafter: DrafterSpec | None = None
+    weights_dtype: WeightDtype | None = None
+    kv_dtype: Literal["bf16", "fp8"] | None = None
+    notes: tuple[str, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.model is not None or self.drafter is not None
+
+
+def config_slug(name: str, text: str) -> str:
+    """A preset-like slug for a config: its name and a short hash of its text (the same config
+    always gets the same slug; two configs never share one by accident)."""
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+    stem = "".join(c if c.isalnum() or c in ".-" else "-" for c in name.lower()).strip("-")
+    return f"hf-{stem[:40] or 'model'}-{digest}"
+
+
+class _Reader:
+    """Typed, bounded field reads from one config mapping; every problem names its field."""
+
+    def __init__(self, cfg: Mapping[str, Any], col: Collector, prefix: str = "") -> None:
+        self.cfg, self.col, self.prefix = cfg, col, prefix
+
+    def name(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def has(self, key: str) -> bool:
+        return self.cfg.get(key) is not None
+
+    def first(self, *keys: str) -> str | None:
+        return next((k for k in keys if self.has(k)), None)
+
+    def num(self, *keys: str, lo: int = 0, hi: int, required: bool = False,
+            default: int | None = None) -> int | None:
+        key = self.first(*keys)
+        if key is None:
+            if required:
+                self.col.error(f"missing: a model config needs {keys[0]}", field=self.name(keys[0]))
+            return default
+        raw = self.cfg[key]
+        value = json_int(raw)
+        if value is None:
+            self.col.error(f"expected a whole number, got {quote(json.dumps(raw))}",
+                           field=self.name(key))
+            return default
+        if not lo <= value <= hi:
+            self.col.error(f"{value:,} is outside [{lo:,}, {hi:,}]", field=self.name(key))
+            return default
+        return value
+
+    def flag(self, key: str) -> bool | None:
+        raw = self.cfg.get(key)
+        if raw is None:
+            return None
+        if not isinstance(raw, bool):
+            self.col.error(f"expected true or false, got {quote(json.dumps(raw))}",
+                           field=self.name(key))
+            return None
+        return raw
+
+    def seq(self, key: str) -> list[Any] | None:
+        raw = self.cfg.get(key)
+        if raw is None:
+            return None
+        if not isinstance(raw, list):
+            self.col.error(f"expected a list, got {quote(json.dumps(raw))}", field=self.name(key))
+            return None
+        return raw
+
+
+def _architecture(cfg: Mapping[str, Any], col: Collector) -> str:
+    archs = cfg.get("architectures")
+    if archs is not None and not (isinstance(archs, list) and archs
+                                  and all(isinstance(a, str) for a in archs)):
+        col.error(f"expected a list of class names, got {quote(json.dumps(archs))}",
+                  field="architectures")
+        return ""
+    return str(archs[0]) if archs else ""
+
+
+def _head_kind(arch: str, cfg: Mapping[str, Any]) -> Literal["eagle3", "dflash", "dspark"] | None:
+    key = (arch + " " + str(cfg.get("model_type", ""))).lower()
+    for word, kind in HEADS.items():
+        if word in key:
+            return kind
+    if "draft_vocab_size" in cfg or "eagle_config" in cfg:
+        return "eagle3"
+    return None
+
+
+def _quant(cfg: Mapping[str, Any], quant: Mapping[str, Any] | None, col: Collector,
+           notes: list[str]) -> tuple[WeightDtype, Literal["bf16", "fp8"] | None]:
+    """The weights dtype a config's quantization sets (the one the most parameters use)."""
+    kv: Literal["bf16", "fp8"] | None = None
+    if quant is not None:
+        q = quant.get("quantization", quant)
+        algo = str(q.get("quant_algo", "")).upper() if isinstance(q, Mapping) else ""
+        kv_algo = str(q.get("kv_cache_quant_algo", "") or "").upper() \
+            if isinstance(q, Mapping) else ""
+        kv = "fp8" if "FP8" in kv_algo else None
+        if algo == "MIXED_PRECISION" and isinstance(q, Mapping):
+            algo = _mixed_algo(q.get("quantized_layers"), notes)
+        if "FP4" in algo:
+            notes.append(f"hf_quant_config.json: quant_algo {algo} → fp4 weights"
+                         + (", FP8 KV cache" if kv else ""))
+            return "fp4", kv
+        if "FP8" in algo:
+            notes.append(f"hf_quant_config.json: quant_algo {algo} → fp8 weights")
+            return "fp8", kv
+        if algo:
+            col.error(f"quant_algo {quote(algo)} is not a dtype the cost model has "
+                      "(bf16, fp8, fp4)", field="quantization.quant_algo")
+    qc = cfg.get("quantization_config")
+    if isinstance(qc, Mapping):
+        method = str(qc.get("quant_method", "")).lower()
+        algo = str(qc.get("quant_algo", "") or "").upper()
+        fmt = str(qc.get("format", "") or "").lower()
+        if method == "fp8":
+            block = qc.get("weight_block_size")
+            notes.append("quantization_config: fp8 weights" + (
+                f", block-scaled (weight_block_size {block}); priced at the FP8 peak and size"
+                if block else ""))
+            return "fp8", kv
+        if method == "mxfp4":
+            notes.append("quantization_config: mxfp4 (the MoE experts, most of the parameters; "
+                         "attention and the LM head stay bf16): the whole model is priced at "
+                         "fp4 — a lower bound on weight bytes")
+            return "fp4", kv
+        if method == "modelopt" or algo:
+            if "FP4" in algo or "fp4" in fmt:
+                notes.append(f"quantization_config: modelopt {algo or fmt} → fp4 weights")
+                return "fp4", kv
+            if "FP8" in algo:
+                notes.append(f"quantization_config: modelopt {algo} → fp8 weights")
+                return "fp8", kv
+        if method == "compressed-tensors":
+            if "fp4" in fmt or "nvfp4" in fmt:
+                notes.append(f"quantization_config: compressed-tensors {fmt} → fp4 weights "
+                             "(the quantized targets; ignored modules priced the same)")
+                return "fp4", kv
+            if "fp8" in fmt or "float-quantized" in fmt:
+                notes.append(f"quantization_config: compressed-tensors {fmt} → fp8 weights")
+                return "fp8", kv
+        if method:
+            notes.append(f"quantization_config: quant_method {method!r} is not read; weights "
+                         "priced at bf16")
+    return "bf16", kv
+
+
+def _mixed_algo(layers: object, notes: list[str]) -> str:
+    """The algorithm of a MIXED_PRECISION checkpoint's MLP / expert weights (most of the
+    parameters), which the one weights dtype of a scenario prices for the whole model."""
+    if not isinstance(layers, Mapping):
+        return "MIXED_PRECISION"
+    algos: dict[str, int] = {}
+    mlp: dict[str, int] = {}
+    for module, spec in layers.items():
+        a = str(spec.get("quant_algo", "")).upper() if isinstance(spec, Mapping) else ""
+        algos[a] = algos.get(a, 0) + 1
+        if any(w in str(module) for w in ("mlp", "expert", "ffn")):
+            mlp[a] = mlp.get(a, 0) + 1
+    pick = max(mlp or algos, key=lambda a: (mlp or algos)[a]) if algos else "MIXED_PRECISION"
+    counts = ", ".join(f"{n} {a}" for a, n in sorted(algos.items()))
+    notes.append(f"hf_quant_config.json: mixed precision ({counts} modules): the MLP/experts' "
+                 f"{pick} is priced for the whole model")
+    return pick
+
+
+def _count(layer_types: list[Any], *words: str) -> int:
+    return sum(1 for t in layer_types if isinstance(t, str) and any(w in t for w in words))
+
+
+def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: Collector,
+           notes: list[str], *, slug: str, name: str, source: str,
+           role: Literal["target", "draft", "both"]) -> ModelSpec | None:
+    prefix = "text_config." if text_cfg is not top else ""
+    r = _Reader(text_cfg, col, prefix)
+    mtype = str(text_cfg.get("model_type") or top.get("model_type") or "")
+    layers = r.num("num_hidden_layers", "n_layers", "num_layers", lo=1, hi=MAX_LAYERS,
+                   required=True)
+    hidden = r.num("hidden_size", "dim", "d_model", lo=1, hi=MAX_HIDDEN, required=True)
+    q_heads = r.num("num_attention_heads", "n_heads", lo=1, hi=MAX_HEADS, required=True)
+    vocab = r.num("vocab_size", lo=1, hi=MAX_VOCAB, required=True)
+    kv_heads = r.num("num_key_value_heads", "n_kv_heads", lo=1, hi=MAX_HEADS, default=q_heads)
+    head_dim = r.num("head_dim", lo=1, hi=MAX_HEAD_DIM)
+    if layers is None or hidden is None or q_heads is None or vocab is None or kv_heads is None:
+        return None
+    fields: dict[str, Any] = {}
+    # --- attention ---------------------------------------------------------------------
+    if r.has("kv_lora_rank"):  # MLA (DeepSeek-V2/V3, Kimi, GLM-5): the absorbed decode view
+        kv_lora = r.num("kv_lora_rank", lo=1, hi=MAX_HEAD_DIM * 4, required=True)
+        rope = r.num("qk_rope_head_dim", lo=0, hi=MAX_HEAD_DIM, required=True)
+        nope = r.num("qk_nope_head_dim", lo=0, hi=MAX_HEAD_DIM, required=True)
+        v_dim = r.num("v_head_dim", lo=1, hi=MAX_HEAD_DIM, required=True)
+        q_lora = r.num("q_lora_rank", lo=1, hi=MAX_HIDDEN, default=0)
+        if kv_lora is None or rope is None or nope is None or v_dim is None or q_lora is None:
+            return None
+        fields.update(attention_kind="mla", kv_heads=1, head_dim=kv_lora + rope,
+                      kv_lora_rank=kv_lora, qk_rope_dim=rope, qk_nope_dim=nope,
+                      v_head_dim=v_dim, q_lora_rank=q_lora)
+    else:
+        if head_dim is None:
+            if hidden % q_heads:
+                col.error(f"head_dim is not given and hidden_size {hidden} is not a multiple of "
+                          f"num_attention_heads {q_heads}", field=r.name("head_dim"))
+                return None
+            head_dim = hidden // q_heads
+        if q_heads % kv_heads:
+            col.error(f"num_attention_heads {q_heads} is not a multiple of num_key_value_heads "
+                      f"{kv_heads} (G = q/kv heads must be whole)",
+                      field=r.name("num_key_value_heads"))
+            return None
+        fields.update(kv_heads=kv_heads, head_dim=head_dim)
+        v_dim = r.num("v_head_dim", lo=1, hi=MAX_HEAD_DIM)
+        if v_dim is not None and v_dim != head_dim:
+            notes.append(f"v_head_dim {v_dim} ≠ head_dim {head_dim}: V is priced at head_dim — "
+                         "an upper bound on KV bytes")
+        if "o_lora_rank" in text_cfg or "compress_ratios" in text_cfg:
+            notes.append("DeepSeek-V4 attention (low-rank query/output, compressed KV by "
+                         "compress_ratios, index top-k): priced as MQA with head_dim "
+                         f"{head_dim} over the whole context and dense projections — an upper "
+                         "bound")
+    if r.has("index_topk") and fields.get("attention_kind") == "mla":
+        notes.append(f"sparse attention (index_topk {text_cfg['index_topk']}): priced as dense "
+                     "attention over the whole context — an upper bound beyond that many tokens; "
+                     "the indexer is not priced")
+    for key, what in (("global_head_dim", "head_dim"),
+                      ("num_global_key_value_heads", "KV heads"),
+                      ("swa_num_key_value_heads", "KV heads"), ("swa_head_dim", "head_dim")):
+        if r.has(key):
+            notes.append(f"{key} {text_cfg[key]}: the other layer kind's own {what} is priced "
+                         "with the main ones (one shape per model)")
+    # --- sliding windows, linear and chunked attention -----------------------------------
+    layer_types = r.seq("layer_types") or []
+    window = r.num("sliding_window", lo=1, hi=MAX_WINDOW)
+    sliding = _count(layer_types, "sliding", "chunk")
+    linear = _count(layer_types, "linear")
+    if isinstance(text_cfg.get("hybrid_layer_pattern"), list):  # MiMo-V2: 1 = sliding window
+        sliding = sum(1 for x in text_cfg["hybrid_layer_pattern"] if x == 1)
+    if layer_types and len(layer_types) != layers:
+        col.error(f"has {len(layer_types)} entries for {layers} layers",
+                  field=r.name("layer_types"))
+    pattern = r.num("sliding_window_pattern", lo=1, hi=MAX_LAYERS)
+    if not layer_types and pattern and window:  # Gemma-3: every pattern-th layer is global
+        sliding = layers - layers // pattern
+    if not layer_types and not pattern and window and r.flag("use_sliding_window") is not False \
+            and mtype in ("mistral", "mixtral"):
+        sliding = layers
+    chunk = r.num("attention_chunk_size", lo=1, hi=MAX_WINDOW)
+    if mtype.startswith("llama4") and chunk:
+        no_rope = r.seq("no_rope_layers") or []
+        local = sum(1 for x in no_rope if x == 1) if no_rope else layers - layers // 4
+        window, sliding = chunk, local
+        notes.append(f"chunked local attention (attention_chunk_size {chunk}) on {local} of "
+                     f"{layers} layers: priced as a sliding window of {chunk} tokens — an upper "
+                     "bound (a chunk reads 1 to that many)")
+    if sliding and window:
+        fields.update(sliding_window=window, sliding_layers=min(sliding, layers))
+    elif window and sliding == 0 and mtype not in ("mistral", "mixtral") and not layer_types:
+        pass  # a window declared but switched off (Qwen: use_sliding_window false)
+    linear_cfg = text_cfg.get("linear_attn_config")
+    if isinstance(linear_cfg, Mapping) and isinstance(linear_cfg.get("kda_layers"), list):
+        linear = len(linear_cfg["kda_layers"])
+    if linear:
+        notes.append(f"{linear} of {layers} layers are linear attention (Gated DeltaNet / KDA, "
+                     "a state constant in the context): priced as full attention — an upper "
+                     "bound (with the model's attention shape)")
+    sparse = text_cfg.get("sparse_attention_config")
+    if isinstance(sparse, Mapping) and sparse.get("use_sparse_attention"):
+        notes.append("block-sparse attention (sparse_attention_config): priced as dense "
+                     "attention over the whole context — an upper bound")
+    # --- MLP / MoE -------------------------------------------------------------------------
+    experts = r.num("n_routed_experts", "num_experts", "num_local_experts", lo=0,
+                    hi=MAX_EXPERTS, default=0) or 0
+    ffn = r.num("dense_intermediate_size", "intermediate_size_mlp", "intermediate_size",
+                "ffn_dim", lo=0, hi=MAX_FFN, default=0) or 0
+    if experts:
+        top_k = r.num("num_experts_per_tok", "experts_per_token", "num_experts_per_token",
+                      "top_k_experts", "moe_topk", lo=1, hi=experts, required=True)
+        width = r.num("moe_intermediate_size", "intermediate_size", lo=1, hi=MAX_FFN,
+                      required=True)
+        if top_k is None or width is None:
+            return None
+        shared = r.num("n_shared_experts", "num_shared_experts", lo=0, hi=MAX_EXPERTS,
+                       default=0) or 0
+        shared_width = r.num("shared_expert_intermediate_size", "shared_intermediate_size",
+                             "share_expert_dim", lo=0, hi=MAX_FFN)
+        if mtype.startswith("llama4"):
+            shared = 1  # Llama-4's MoE layers always add one shared expert (its modeling code)
+        if r.flag("enable_moe_block") and ffn and not shared:  # Gemma-4: a dense MLP beside
+            shared = max(1, round(ffn / width))               # the experts in every layer
+            notes.append(f"the dense MLP (intermediate_size {ffn}) beside the experts is priced "
+                         f"as {shared} shared expert(s) of width {width}")
+            ffn = 0
+        if shared_width and not shared:
+            shared = max(1, round(shared_width / width))
+        if shared_width and shared and shared_width != shared * width:
+            notes.append(f"shared expert width {shared_width} priced as {shared} × "
+                         f"{width} (the routed experts' width)")
+        dense_layers = _dense_layers(r, text_cfg, layers, mtype)
+        if dense_layers and not ffn:
+            col.error(f"{dense_layers} dense layers need intermediate_size",
+                      field=r.name("intermediate_size"))
+            return None
+        if "routed_expert_hidden_size" in text_cfg:
+            notes.append(f"latent MoE (routed_expert_hidden_size "
+                         f"{text_cfg['routed_expert_hidden_size']}): experts priced at the full "
+                         "hidden size — an upper bound")
+        fields.update(n_routed_experts=experts, experts_per_tok=top_k, n_shared_experts=shared,
+                      moe_intermediate=width, first_dense_layers=dense_layers,
+                      ffn_intermediate=ffn if dense_layers else 0)
+    else:
+        if not ffn:
+            col.error("missing: a dense model needs intermediate_size",
+                      field=r.name("intermediate_size"))
+            return None
+        fields["ffn_intermediate"] = ffn
+    # --- embeddings, MTP ---------------------------------------------------------------------
+    tied = r.flag("tie_word_embeddings")
+    if tied is None:
+        tied = _Reader(top, col).flag("tie_word_embeddings")
+    if tied is None:
+        tied = False
+        notes.append("tie_word_embeddings not given: untied (a separate LM head) assumed")
+    mtp = r.num("num_nextn_predict_layers", "mtp_num_hidden_layers", lo=0, hi=64, default=0) or 0
+    if r.has("num_nextn_predict_layers") or r.has("mtp_num_hidden_layers"):
+        mtp_note = f"MTP: {mtp} module(s) in the checkpoint (num_nextn_predict_layers)"
+        notes.append(mtp_note if mtp else "MTP: the config declares none")
+    family = _family(mtype)
+    tokenizer = _tokenizer(family, vocab, notes)
+    try:
+        spec = ModelSpec(
+            slug=slug, name=name, role=role, layers=layers, hidden=hidden, q_heads=q_heads,
+            vocab=vocab, tied_embeddings=tied, family=family, tokenizer=tokenizer,
+            mtp_layers=mtp, source=source, assumptions="; ".join(notes), **fields,
+        )
+    except ValidationError as exc:
+        col.error(f"not a valid model: {validation_message(exc)}")
+        return None
+    return spec
+
+
+def _tokenizer(family: str, vocab: int, notes: list[str]) -> str:
+    """A preset's tokenizer when a preset of the same family has the same vocabulary size (so
+    the preset drafts that share it fit), else one of its own: a draft must share the
+    target's vocabulary, and a config names no tokenizer."""
+    for m in model_presets().values():
+        # Only named tokenizers (the hand-sourced presets'): a config-made preset's
+        # "family:vocab" is what this function would give anyway.
+        if m.family == family and m.vocab == vocab and m.tokenizer and ":" not in m.tokenizer:
+            notes.append(f"tokenizer: assumed {m.tokenizer} (same family and vocabulary size "
+                         f"{vocab} as the {m.slug} preset)")
+            return m.tokenizer
+    return f"{family}:{vocab}"
+
+
+def _dense_layers(r: _Reader, cfg: Mapping[str, Any], layers: int, mtype: str) -> int:
+    """Layers with a dense MLP instead of experts (their placement does not change the cost)."""
+    freq = cfg.get("moe_layer_freq")
+    if isinstance(freq, list):
+        return sum(1 for x in freq if x == 0)
+    first = r.num("first_k_dense_replace", lo=0, hi=layers, default=0) or 0
+    only = r.seq("mlp_only_layers") or []
+    step = r.num("decoder_sparse_step", "interleave_moe_layer_step", lo=1, hi=layers, default=1)
+    step = step or 1
+    moe = sum(1 for i in range(first, layers) if i not in only and (i + 1) % step == 0)
+    return layers - moe
+
+
+def _family(mtype: str) -> str:
+    for prefix, fam in (("qwen3_5", "qwen3.5"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
+                        ("deepseek_v4", "deepseek-v4"), ("deepseek_ref", "deepseek-v4"),
+                        ("deepseek", "deepseek-v3"), ("kimi", "kimi"), ("glm", "glm"),
+                        ("gpt_oss", "gpt-oss"), ("gemma", "gemma"), ("mixtral", "mistral"),
+                        ("mistral", "mistral"), ("minimax", "minimax"), ("llama4", "llama-4"),
+                        ("llama", "llama-3"), ("step", "step"), ("mimo", "mimo")):
+        if mtype.startswith(prefix):
+            return fam
+    return mtype or "unknown"
+
+
+def _refusal(arch: str, mtype: str) -> str | None:
+    if arch in REFUSED:
+        return f"{arch} is not priced: {REFUSED[arch]}"
+    known = mtype in KNOWN_TYPES or arch.endswith(("ForCausalLM", "ForConditionalGeneration"))
+    if not known:
+        return (f"unknown architecture {quote(arch or mtype or '(none)')}: expected a causal "
+                "decoder (…ForCausalLM) of a known family")
+    return None
+
+
+def parse_config(text: str, *, name: str = "", quant_text: str | None = None,
+                 role: Literal["target", "draft", "both"] = "target",
+                 source: str = "") -> HfModelConfig:
+    """Parse one config.json text (and optionally its hf_quant_config.json). Never raises."""
+    col = Collector()
+    notes: list[str] = []
+    cfg = _load(text, col, "config.json")
+    quant = _load(quant_text, col, QUANT_SUFFIX) if quant_text is not None else None
+    if cfg is None or col.has_errors:
+        return _refused(col)
+    if "auto_map" in cfg or "trust_remote_code" in cfg:
+        notes.append("auto_map / remote code ignored: only the config's numbers are read")
+    arch = _architecture(cfg, col)
+    mtype = str(cfg.get("model_type") or "")
+    head = _head_kind(arch, cfg)
+    label = name or str(cfg.get("_name_or_path") or "") or arch or mtype or "model"
+    slug = config_slug(label, text + (quant_text or ""))
+    src = source or f"uploaded config.json ({label})"
+    if head is not None:
+        drafter = _drafter(head, cfg, col, notes, label, src)
+        if drafter is None or col.has_errors:
+            return _refused(col)
+        return HfModelConfig(summary=f"{label}: {head} drafter, {drafter.draft_layers} layer(s)",
+                             drafter=drafter, notes=tuple(notes), problems=col.problems())
+    refusal = _refusal(arch, mtype)
+    if refusal:
+        col.error(refusal, field="architectures" if arch else "model_type")
+        return _refused(col)
+    text_cfg = cfg.get("text_config")
+    if text_cfg is not None and not isinstance(text_cfg, Mapping):
+        col.error("expected an object", field="text_config")
+        return _refused(col)
+    inner: Mapping[str, Any] = text_cfg if isinstance(text_cfg, Mapping) else cfg
+    if isinstance(text_cfg, Mapping):
+        inner_arch = text_cfg.get("architectures")
+        if isinstance(inner_arch, list) and inner_arch and inner_arch[0] in REFUSED:
+            col.error(f"{inner_arch[0]} is not priced: {REFUSED[inner_arch[0]]}",
+                      field="text_config.architectures")
+            return _refused(col)
+        notes.append("multimodal config: the text model (text_config) is priced; the vision "
+                     "tower is not")
+    weights, kv = _quant(inner if "quantization_config" in inner else cfg, quant, col, notes)
+    model = _model(inner, cfg, arch, col, notes, slug=slug, name=label, source=src, role=role)
+    if model is None or col.has_errors:
+        return _refused(col)
+    return HfModelConfig(
+        summary=f"{label}: {model.layers} layers, {model.param_count() / 1e9:.1f}B parameters"
+        + (f", {model.n_routed_experts} experts top-{model.experts_per_tok}" if model.is_moe
+           else ""),
+        model=model, weights_dtype=weights, kv_dtype=kv, notes=tuple(notes),
+        problems=col.problems())
+
+
+def _drafter(kind: Literal["eagle3", "dflash", "dspark"], cfg: Mapping[str, Any],
+             col: Collector, notes: list[str], label: str, source: str) -> DrafterSpec | None:
+    r = _Reader(cfg, col)
+    layers = r.num("num_hidden_layers", lo=1, hi=MAX_LAYERS, default=1)
+    vocab = r.num("draft_vocab_size", lo=1, hi=MAX_VOCAB)
+    block = r.num("block_size", lo=1, hi=1024)
+    r.num("hidden_size", lo=1, hi=MAX_HIDDEN)  # checked; the head runs at the target's dims
+    if kind == "eagle3" and vocab is None:
+        vocab = r.num("vocab_size", lo=1, hi=MAX_VOCAB)
+    if kind != "eagle3":
+        vocab = None  # block drafters share the target's LM head
+        notes.append(f"{kind}: {layers} layer(s) at the target's dims, the target's vocabulary"
+                     + (f"; block_size {block} (D ≤ {block - 1} per round)" if block else ""))
+    else:
+        notes.append(f"EAGLE-3 head: {layers} layer(s) at the target's dims, draft vocabulary "
+                     f"{vocab}")
+    if col.has_errors:
+        return None
+    try:
+        return DrafterSpec(kind=kind, name=label, draft_layers=layers, draft_vocab=vocab,
+                           block_size=block, source=source, notes=tuple(notes))
+    except ValidationError as exc:
+        col.error(f"not a valid drafter: {validation_message(exc)}")
+        return None
+
+
+def parse_drafter(text: str, *, name: str = "", quant_text: str | None = None,
+                  source: str = "") -> HfModelConfig:
+    """A drafter's config: an EAGLE-3 or DFlash/DSpark head, or (any model config) an external
+    draft model. Never raises."""
+    res = parse_config(text, name=name, quant_text=quant_text, role="draft", source=source)
+    if res.model is None:
+        return res
+    drafter = DrafterSpec(kind="external", name=res.model.name, model=res.model,
+                          source=res.model.source, notes=res.notes)
+    return res.model_copy(update={"drafter": drafter, "model": None,
+                                  "summary": f"{res.summary} (external draft model)"})
+
+
+def _load(text: str | None, col: Collector, what: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    if len(text) > MAX_FILE_BYTES:
+        col.error(f"{what} is {len(text) / 2**20:.1f} MiB; the limit is "
+                  f"{MAX_FILE_BYTES / 2**20:.0f} MiB (MAX_FILE_BYTES)")
+        return None
+    if not check_json_shape(text, col):
+        return None
+    had_errors = col.has_errors
+    parsed = load_json(text, col)
+    if col.has_errors and not had_errors:
+        return None
+    if not isinstance(parsed, dict):
+        kind = "null" if parsed is None else type(parsed).__name__
+        col.error(f"{what} must be a JSON object (a Hugging Face config), not {kind}")
+        return None
+    return parsed
+
+
+def _refused(col: Collector) -> HfModelConfig:
+    n = col.error_count()
+    return HfModelConfig(summary=f"{FORMAT}: not loaded, {n} error{'s' if n != 1 else ''} to fix",
+                         problems=col.problems())
+
+
+def quant_path_for(path: Path) -> Path | None:
+    """The hf_quant_config.json that goes with a config file: beside it (a checkpoint folder),
+    or `<stem>_hf_quant_config.json` for `<stem>_config.json` (aiconfigurator-core's naming)."""
+    candidates = [path.with_name(QUANT_SUFFIX)]
+    if path.name.endswith("_config.json"):
+        candidates.insert(0, path.with_name(path.name.removesuffix("config.json") + QUANT_SUFFIX))
+    return next((c for c in candidates if c.is_file() and c != path), None)
+
+
+def read_config_file(path: str | os.PathLike[str], *, drafter: bool = False,
+                     name: str = "", source: str = "") -> HfModelConfig:
+    """A config file from disk (with its hf_quant_config.json if one lies beside it): regular
+    files only, at most MAX_FILE_BYTES. Never raises."""
+    p = Path(path)
+    col = Collector()
+    try:
+        st = p.stat()
+    except OSError as exc:
+        col.error(f"cannot read {quote(str(p))}: {exc.strerror or exc}")
+        return _refused(col)
+    if not stat.S_ISREG(st.st_mode):
+        col.error(f"{quote(str(p))} is not a regular file")
+        return _refused(col)
+    if st.st_size > MAX_FILE_BYTES:
+        col.error(f"the file is {st.st_size / 2**20:.1f} MiB; the limit is "
+                  f"{MAX_FILE_BYTES / 2**20:.0f} MiB (MAX_FILE_BYTES)")
+        return _refused(col)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+        qp = quant_path_for(p)
+        quant = qp.read_text(encoding="utf-8-sig") if qp is not None else None
+    except (OSError, UnicodeDecodeError) as exc:
+        col.error(f"cannot read {quote(str(p))} as UTF-8 text: {exc}")
+        return _refused(col)
+    label = name or p.name.removesuffix(".json").removesuffix("_config").replace("--", "/")
+    parse = parse_drafter if drafter else parse_config
+    return parse(text, name=label, quant_text=quant, source=source or f"config file {p.name}")
+
+
+# The Hugging Face configs the pinned aiconfigurator-core==0.12.0 ships (its model_configs/).
+PACKAGE = "aiconfigurator-core==0.12.0"
+PACKAGE_CONFIG_DIR = "aiconfigurator_core/model_configs"
+
+
+def shipped_config_paths() -> tuple[Path, ...]:
+    """Every `<org>--<name>_config.json` the package ships (hf_quant_config.json files are read
+    with their config), sorted; empty when the package is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model_configs"
+    return tuple(sorted(p for p in folder.glob("*_config.json")
+                        if not p.name.endswith(QUANT_SUFFIX)))
+
+
+def read_shipped(path: Path) -> HfModelConfig:
+    """A shipped config, its source naming the package and path."""
+    return read_config_file(path, source=f"{PACKAGE} {PACKAGE_CONFIG_DIR}/{path.name}")

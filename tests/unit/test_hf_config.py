@@ -1,0 +1,329 @@
+"""Hugging Face config.json → ModelSpec / DrafterSpec (explorer/measured/hf_config.py): every
+config the pinned aiconfigurator-core ships loads or is refused with its reason, parameter counts
+match the model cards, bad configs name their field, drafters change T_draft as their shapes say.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from explorer.interfaces.cli import main
+from explorer.measured.hf_config import (
+    parse_config,
+    parse_drafter,
+    read_config_file,
+    read_shipped,
+    shipped_config_paths,
+)
+from explorer.model.grid import scenario_model
+from explorer.model.layers import total
+from explorer.presets import model_presets
+from explorer.specs.scenario import Scenario
+from tests.support.paths import SAMPLES
+
+SHIPPED = {p.name.removesuffix("_config.json"): p for p in shipped_config_paths()}
+HF_SAMPLES = SAMPLES / "hf_configs"
+LLAMA_8B = "meta-llama--Meta-Llama-3.1-8B"
+
+# Refused on purpose, with the reason the parser gives (everything else must load).
+REFUSED = {
+    name: reason for name, reason in (
+        *((n, "Mamba-2 hybrid") for n in SHIPPED if "Nemotron-3" in n or "Nemotron-H" in n),
+        ("nvidia--Llama-3_3-Nemotron-Super-49B-v1", "block_configs give every layer its own"),
+    )
+}
+
+# Published total parameter counts (10⁹) stated on the model cards.
+PUBLISHED_TOTAL_B = {
+    # huggingface.co/meta-llama/Llama-3.1-8B: safetensors "Model size 8.03B params"
+    LLAMA_8B: 8.03,
+    # huggingface.co/meta-llama/Llama-3.1-70B: safetensors "Model size 70.6B params"
+    "meta-llama--Meta-Llama-3.1-70B": 70.6,
+    # github.com/deepseek-ai/DeepSeek-V3 README: "671B total parameters with 37B activated"
+    # (the 685B on the HF page adds the 14B MTP module, priced separately here)
+    "deepseek-ai--DeepSeek-V3": 671.0,
+    # huggingface.co/Qwen/Qwen3-235B-A22B card: "Number of Parameters: 235B in total"
+    "Qwen--Qwen3-235B-A22B": 235.0,
+    # huggingface.co/openai/gpt-oss-120b card: "117B parameters with 5.1B active parameters"
+    "openai--gpt-oss-120b": 117.0,
+}
+
+
+def test_the_package_ships_configs():
+    assert len(SHIPPED) >= 80, "aiconfigurator-core==0.12.0 ships 88 config.json files"
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_every_shipped_config_loads_or_is_refused_with_its_reason(name):
+    res = read_shipped(SHIPPED[name])
+    if name in REFUSED:
+        assert res.model is None
+        assert res.problems and REFUSED[name] in res.problems[0].message
+        assert res.problems[0].field in ("architectures", "text_config.architectures")
+        return
+    assert res.ok, [p.message for p in res.problems]
+    assert res.model is not None
+    assert "aiconfigurator-core==0.12.0 aiconfigurator_core/model_configs/" in res.model.source
+    assert res.weights_dtype in ("bf16", "fp8", "fp4")
+    # the model prices without error at a small operating point
+    sc = Scenario(model=res.model.slug, custom_model=res.model, tp=8, batch=4, draft_len=3,
+                  mechanism="eagle3")
+    t = total(scenario_model(sc).verify(4.0, 4.0, 8192.0, res.model.group_size))
+    assert 0 < float(t) < 10
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_TOTAL_B))
+def test_parameter_counts_are_within_2_percent_of_the_model_card(name):
+    res = read_shipped(SHIPPED[name])
+    assert res.model is not None
+    computed = res.model.param_count() / 1e9
+    assert computed == pytest.approx(PUBLISHED_TOTAL_B[name], rel=0.02)
+
+
+def test_the_llama_8b_config_has_the_preset_shapes():
+    m = read_shipped(SHIPPED[LLAMA_8B]).model
+    preset = model_presets()["llama-3.1-8b"]
+    keys = ("layers", "hidden", "q_heads", "kv_heads", "head_dim", "ffn_intermediate", "vocab",
+            "tied_embeddings", "family", "tokenizer", "attention_kind", "mtp_layers")
+    assert m is not None
+    assert {k: getattr(m, k) for k in keys} == {k: getattr(preset, k) for k in keys}
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_llama_8b_config_gives_the_presets_step_time_through_the_cli():
+    common = ("--hardware", "h200", "--tp", "1", "--batch", "8", "--draft-len", "3", "--json")
+    code_a, out_a, _ = run("evaluate", "--model", "llama-3.1-8b", *common)
+    code_b, out_b, _ = run("evaluate", "--model-config", str(SHIPPED[LLAMA_8B]), *common)
+    assert code_a == code_b == 0
+    a, b = json.loads(out_a), json.loads(out_b)
+    for key in ("t_verif_base_s", "t_verif_spec_s", "t_draft_s"):
+        assert b[key] == pytest.approx(a[key], rel=1e-12), key
+    assert b["breakdown"].keys() == a["breakdown"].keys()
+    for part in a["breakdown"]:
+        assert b["breakdown"][part] == pytest.approx(a["breakdown"][part], rel=1e-12), part
+
+
+def _write(tmp_path: Path, cfg: dict[str, object], name: str = "config.json") -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps(cfg), encoding="utf-8")
+    return p
+
+
+def _llama() -> dict[str, object]:
+    return dict(json.loads(SHIPPED[LLAMA_8B].read_text(encoding="utf-8")))
+
+
+def test_a_non_numeric_num_attention_heads_exits_2_naming_the_field(tmp_path):
+    bad = _write(tmp_path, {**_llama(), "num_attention_heads": "thirty-two"})
+    for cmd in ("evaluate", "recommend", "sweep"):
+        code, _, err = run(cmd, "--model-config", str(bad), "--tp", "1")
+        assert code == 2, cmd
+        assert "--model-config" in err and "num_attention_heads" in err, err
+
+
+@pytest.mark.parametrize(("change", "field", "words"), [
+    ({"num_hidden_layers": None}, "num_hidden_layers", "missing"),
+    ({"num_attention_heads": "32"}, "num_attention_heads", "whole number"),
+    ({"num_attention_heads": 32.5}, "num_attention_heads", "whole number"),
+    ({"hidden_size": 10**9}, "hidden_size", "outside"),
+    ({"num_hidden_layers": 0}, "num_hidden_layers", "outside"),
+    ({"vocab_size": -5}, "vocab_size", "outside"),
+    ({"num_key_value_heads": 5}, "num_key_value_heads", "multiple"),
+    ({"architectures": ["TotallyNewForMagic"], "model_type": "magic"}, "architectures",
+     "unknown architecture"),
+    ({"architectures": "LlamaForCausalLM"}, "architectures", "list"),
+    ({"tie_word_embeddings": "no"}, "tie_word_embeddings", "true or false"),
+    ({"intermediate_size": None}, "intermediate_size", "intermediate_size"),
+])
+def test_bad_configs_name_the_field(change, field, words):
+    cfg = {k: v for k, v in {**_llama(), **change}.items() if v is not None}
+    res = parse_config(json.dumps(cfg))
+    assert res.model is None
+    errors = [p for p in res.problems if p.severity == "error"]
+    assert errors and errors[0].field == field and words in errors[0].message, errors
+
+
+@pytest.mark.parametrize("text", ["", "[1, 2]", "{not json", "null", '"config"'])
+def test_not_a_config_object_is_refused(text):
+    res = parse_config(text)
+    assert res.model is None and res.problems
+
+
+def test_auto_map_is_ignored_and_nothing_runs(tmp_path, monkeypatch):
+    import builtins
+
+    imported: list[str] = []
+    real = builtins.__import__
+
+    def spy(name, *a, **kw):  # a config naming a module must not get it imported
+        imported.append(name)
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", spy)
+    cfg = {**_llama(), "auto_map": {"AutoModelForCausalLM": "evil_module.Model"},
+           "trust_remote_code": True}
+    res = parse_config(json.dumps(cfg))
+    monkeypatch.setattr(builtins, "__import__", real)
+    assert res.model is not None
+    assert "evil_module" not in imported
+    assert any("auto_map" in n for n in res.notes)
+
+
+def test_the_file_cap_is_checked_before_reading(tmp_path):
+    big = tmp_path / "config.json"
+    with big.open("wb") as fh:
+        fh.seek(50 * 1024 * 1024 + 1)
+        fh.write(b"}")
+    res = read_config_file(big)
+    assert res.model is None and "MAX_FILE_BYTES" in res.problems[0].message
+
+
+def test_a_folder_is_refused_without_opening_it(tmp_path):
+    res = read_config_file(tmp_path)
+    assert res.model is None and "not a regular file" in res.problems[0].message
+
+
+@pytest.mark.parametrize(("name", "dtype", "kv", "words"), [
+    ("deepseek-ai--DeepSeek-V3", "fp8", None, "weight_block_size"),
+    ("openai--gpt-oss-120b", "fp4", None, "mxfp4"),
+    ("nvidia--Qwen3-235B-A22B-NVFP4", "fp4", "fp8", "NVFP4"),
+    ("nvidia--Qwen3.6-27B-NVFP4", "fp4", "fp8", "mixed precision"),
+    ("Qwen--Qwen3-32B", "bf16", None, ""),
+])
+def test_quantization_sets_the_dtypes(name, dtype, kv, words):
+    res = read_shipped(SHIPPED[name])
+    assert (res.weights_dtype, res.kv_dtype) == (dtype, kv)
+    assert not words or any(words in n for n in res.notes), res.notes
+
+
+def test_mla_moe_and_mtp_of_deepseek_v3():
+    m = read_shipped(SHIPPED["deepseek-ai--DeepSeek-V3"]).model
+    assert m is not None
+    assert (m.attention_kind, m.kv_lora_rank, m.qk_rope_dim, m.head_dim, m.kv_heads) == \
+        ("mla", 512, 64, 576, 1)
+    assert (m.q_lora_rank, m.qk_nope_dim, m.v_head_dim) == (1536, 128, 128)
+    assert (m.n_routed_experts, m.experts_per_tok, m.n_shared_experts, m.moe_intermediate,
+            m.first_dense_layers) == (256, 8, 1, 2048, 3)
+    assert m.mtp_layers == 1
+    preset = model_presets()["deepseek-v3"]
+    assert m.attention_params_per_layer() == preset.attention_params_per_layer()
+
+
+def test_glm5_uses_its_own_mla_shapes():
+    m = read_shipped(SHIPPED["zai-org--GLM-5"]).model
+    assert m is not None
+    assert (m.q_lora_rank, m.qk_nope_dim, m.v_head_dim) == (2048, 192, 256)
+
+
+def test_sliding_windows_and_unpriced_layers_are_named():
+    oss = read_shipped(SHIPPED["openai--gpt-oss-120b"])
+    assert oss.model is not None
+    assert (oss.model.sliding_window, oss.model.sliding_layers) == (128, 18)
+    qwen35 = read_shipped(SHIPPED["Qwen--Qwen3.5-397B-A17B"])
+    assert qwen35.model is not None
+    assert any("linear attention" in n and "priced as full attention — an upper bound" in n
+               for n in qwen35.notes)
+    assert "linear attention" in qwen35.model.assumptions  # shown with the model's sources
+    v32 = read_shipped(SHIPPED["deepseek-ai--DeepSeek-V3.2"])
+    assert any("index_topk" in n and "upper bound" in n for n in v32.notes)
+
+
+def _drafter_scenario(path: Path | None, mechanism: str) -> Scenario:
+    drafter = read_config_file(path, drafter=True).drafter if path else None
+    target = "qwen3-4b" if mechanism == "dflash" else "llama-3.1-8b"
+    return Scenario(model=target, mechanism=mechanism, tp=1, batch=8, draft_len=7 if
+                    mechanism == "dflash" else 3, custom_drafter=drafter)
+
+
+def _t_draft(sc: Scenario) -> dict[str, float]:
+    m = scenario_model(sc)
+    b = m.draft(8.0, float(sc.draft_len), 8192.0, m.r.group)
+    return {k: float(v) for k, v in b.items()}
+
+
+def test_an_eagle3_config_changes_t_draft_as_its_shape_says(tmp_path):
+    sample = HF_SAMPLES / "eagle3_llama3.1_8b_config.json"
+    res = parse_drafter(sample.read_text(encoding="utf-8"))
+    assert res.drafter is not None
+    assert (res.drafter.kind, res.drafter.draft_layers, res.drafter.draft_vocab) == \
+        ("eagle3", 1, 32000)
+    base = _t_draft(_drafter_scenario(None, "eagle3"))
+    same = _t_draft(_drafter_scenario(sample, "eagle3"))
+    assert same == pytest.approx(base)  # the preset is this head: 1 layer, 32k vocabulary
+    cfg = json.loads(sample.read_text(encoding="utf-8"))
+    two = _t_draft(_drafter_scenario(
+        _write(tmp_path, {**cfg, "num_hidden_layers": 2}, "two.json"), "eagle3"))
+    layer_parts = ("gemm", "attention", "communication", "overhead")
+    for part in ("attention", "communication", "overhead"):
+        assert two[part] == pytest.approx(2 * base[part], rel=1e-9), part
+    assert two["gemm"] > base["gemm"] and two["gemm"] < 2 * base["gemm"]  # the FC runs once
+    assert two["lm_head"] == pytest.approx(base["lm_head"])
+    big_vocab = _t_draft(_drafter_scenario(
+        _write(tmp_path, {**cfg, "draft_vocab_size": 128256}, "vocab.json"), "eagle3"))
+    assert big_vocab["lm_head"] > 2 * base["lm_head"]
+    assert {k: big_vocab[k] for k in layer_parts} == pytest.approx(
+        {k: base[k] for k in layer_parts})
+
+
+def test_a_dflash_config_changes_t_draft_as_its_shape_says(tmp_path):
+    sample = HF_SAMPLES / "dflash_qwen3_8b_config.json"
+    res = parse_drafter(sample.read_text(encoding="utf-8"))
+    assert res.drafter is not None
+    assert (res.drafter.kind, res.drafter.draft_layers, res.drafter.block_size) == \
+        ("dflash", 5, 16)
+    base = _t_draft(_drafter_scenario(None, "dflash"))
+    five = _t_draft(_drafter_scenario(sample, "dflash"))
+    assert five == pytest.approx(base)  # the preset's DFlash has 5 layers
+    cfg = json.loads(sample.read_text(encoding="utf-8"))
+    three = _t_draft(_drafter_scenario(
+        _write(tmp_path, {**cfg, "num_hidden_layers": 3}, "three.json"), "dflash"))
+    for part in ("gemm", "attention", "communication", "overhead"):
+        assert three[part] == pytest.approx(base[part] * 3 / 5, rel=1e-9), part
+    assert three["lm_head"] == pytest.approx(base["lm_head"])
+
+
+def test_a_model_config_as_drafter_is_an_external_draft_model():
+    res = read_shipped(SHIPPED["Qwen--Qwen3-0.6B"])
+    assert res.model is not None
+    d = parse_drafter(SHIPPED["Qwen--Qwen3-0.6B"].read_text(encoding="utf-8"))
+    assert d.drafter is not None and d.drafter.kind == "external"
+    assert d.drafter.model is not None and d.drafter.model.role == "draft"
+    sc = Scenario(model="qwen3-32b", mechanism="external", tp=1, batch=8, draft_len=3,
+                  custom_drafter=d.drafter)
+    m = scenario_model(sc)
+    assert m.r.draft_model is not None and m.r.draft_model.layers == 28
+    # against the 1.7B preset draft, the 0.6B config drafts faster
+    preset = Scenario(model="qwen3-32b", mechanism="external", tp=1, batch=8, draft_len=3,
+                      draft_model="qwen3-1.7b")
+    assert total(m.draft(8.0, 3.0, 8192.0, m.r.group)) < total(
+        scenario_model(preset).draft(8.0, 3.0, 8192.0, scenario_model(preset).r.group))
+
+
+def test_the_cli_draft_config_sets_the_mechanism():
+    common = ("--hardware", "h200", "--model", "qwen3-4b", "--tp", "1", "--batch", "8",
+              "--draft-len", "7", "--json")
+    code, out, err = run("evaluate", "--draft-config",
+                         str(HF_SAMPLES / "dflash_qwen3_8b_config.json"), *common)
+    assert code == 0, err
+    code_p, out_p, _ = run("evaluate", "--mechanism", "dflash", *common)
+    assert code_p == 0
+    assert json.loads(out)["t_draft_s"] == pytest.approx(json.loads(out_p)["t_draft_s"])
+
+
+def test_a_custom_model_must_be_the_scenarios_model():
+    m = read_shipped(SHIPPED[LLAMA_8B]).model
+    with pytest.raises(ValueError, match="model"):
+        Scenario(model="llama-3.1-70b", custom_model=m)
+    sc = Scenario(model=m.slug, custom_model=m)
+    assert Scenario.model_validate_json(sc.model_dump_json()) == sc  # travels as JSON
