@@ -166,7 +166,8 @@ def test_reference_names_normalise_to_presets():
     assert v.normalise_model("LLaMA-3.1-8B-Instruct") == "llama-3.1-8b"
     assert v.normalise_model("Llama-3.1-8B(-Instruct)") == "llama-3.1-8b"
     assert v.normalise_model("LLaMA-3.3-70B-Instruct") == "llama-3.1-70b"
-    assert v.normalise_model("Qwen3-8B") is None
+    assert v.normalise_model("Llama-4-Scout-17B-16E (FP8)") == "llama-4-scout"
+    assert v.normalise_model("Vicuna-13B-v1.3") is None
     assert v.normalise_engine("SGLang v0.5.9") == "sglang"
     assert v.normalise_engine("TensorRT-LLM (PyTorch backend)") == "trtllm"
 
@@ -186,6 +187,12 @@ def test_a_published_row_maps_and_gives_a_finite_prediction():
     tree = row.copy()
     tree["mechanism"] = "eagle3_dynamic_tree"
     assert v.map_row(tree) == (None, "tree verification or comparison")
+    fp8 = row.copy()
+    fp8["model_target"] = "Llama-4-Scout-17B-16E (FP8)"
+    fp8["gpu"] = "B200 x8 (TP8)"
+    fp8_sc, _ = v.map_row(fp8)
+    assert fp8_sc is not None and (fp8_sc.model, fp8_sc.tp, fp8_sc.dtype) == (
+        "llama-4-scout", 8, "fp8")
     ranged = row.copy()
     ranged["batch"] = "1..32"
     assert v.map_row(ranged)[1] == "D, batch, AL or speedup not a single number"
