@@ -11,7 +11,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
 
+from explorer.base.engines import SERVING_ENGINES
 from explorer.specs.architecture import ModelSpec
+from explorer.specs.engine import ENGINE_PARAMETERS, EngineProfile
 from explorer.specs.hardware import HardwareSpec
 from explorer.specs.measured import AcceptanceCurve, Mechanism, Provenance
 from explorer.specs.mechanism import MechanismSpec
@@ -142,6 +144,54 @@ def mechanism_presets() -> dict[str, MechanismSpec]:
             extra_memory=r["extra_memory"],
             source=r["source"],
             assumptions=r.get("assumptions", ""),
+        )
+    return out
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """'1,2,4,8:248:8' → 1, 2, 4, 8, 16, …, 248: comma items, each a size or start:stop:step
+    (stop included), as the engines' own range() lists are written in data/engines.csv."""
+    out: list[int] = []
+    for item in text.split(","):
+        parts = [int(p) for p in item.split(":")]
+        if len(parts) == 1:
+            out.append(parts[0])
+        elif len(parts) == 3 and parts[2] > 0:
+            out.extend(range(parts[0], parts[1] + 1, parts[2]))
+        else:
+            raise ValueError(f"cuda_graph_sizes: '{item}' is not N or start:stop:step")
+    return tuple(sorted(set(out)))
+
+
+@lru_cache(maxsize=1)
+def engine_profiles() -> dict[str, EngineProfile]:
+    """Serving-engine profiles from data/engines.csv (one row per engine and parameter)."""
+    rows: dict[str, dict[str, dict[str, str]]] = {}
+    for r in _rows("engines.csv"):
+        rows.setdefault(r["engine"], {})[r["parameter"]] = r
+    out: dict[str, EngineProfile] = {}
+    for engine in SERVING_ENGINES:
+        p = rows.get(engine, {})
+        missing = [name for name in ENGINE_PARAMETERS if name not in p]
+        if missing:
+            raise ValueError(f"data/engines.csv: {engine} lacks {', '.join(missing)}")
+
+        def val(name: str, _p: dict[str, dict[str, str]] = p) -> str:
+            return _p[name]["value"]
+        sizes = p["cuda_graph_sizes"]
+        out[engine] = EngineProfile(
+            engine=engine,
+            step_overhead_s=float(val("step_overhead_us")) * 1e-6,
+            draft_forward_overhead_s=float(val("draft_forward_overhead_us")) * 1e-6,
+            capture_sizes=parse_sizes(sizes["value"]),
+            capture_unit=cast(Any, sizes["unit"]),
+            pads_to_capture=val("cuda_graph_padding") == "1",
+            eager_launch_s=float(val("eager_launch_us")) * 1e-6,
+            sampler_bytes_per_logit=float(val("sampler_bytes_per_logit")),
+            ngram_no_match=cast(Any, val("ngram_no_match")),
+            sources={name: p[name]["source"] for name in ENGINE_PARAMETERS},
+            assumptions=tuple(name for name in ENGINE_PARAMETERS
+                              if p[name]["assumption"] == "yes"),
         )
     return out
 

@@ -32,11 +32,17 @@ from explorer.specs.scenario import Acceptance  # noqa: E402
 SHARED = Path(os.environ.get("EXPLORER_SHARED_DIR", ROOT.parent / "shared"))
 # Assumption: published end-to-end runs without a stated context are short chat prompts.
 ASSUMED_CONTEXT = 1024
-GPU_PREFIX = {"GB200": "gb200", "H100": "h100", "H200": "h200", "A100": "a100", "B200": "b200"}
 
 
 def _pct(err: np.ndarray) -> str:
     return f"MAPE {np.mean(np.abs(err)) * 100:5.1f}%  bias {np.mean(err) * 100:+5.1f}%"
+
+
+# The same predictor's per-step scheduler overhead (reference/kernels.csv,
+# overhead_constant_per_step): step_times.csv is its forward only, while the model's T_verif
+# also holds the engine's per-step overhead, so the reference step gets it too (like for like;
+# tests/unit/test_validation.py compares the same sum).
+FIT_STEP_OVERHEAD_MS = 1.20683946
 
 
 def verify_ratio(engine: str = "vllm") -> bool:
@@ -44,90 +50,172 @@ def verify_ratio(engine: str = "vllm") -> bool:
     base = steps[steps.draft_len == 0].set_index("batch").step_time_ms
     m = scenario_model(Scenario(hardware="h100", model="llama-3.1-8b", tp=1, context=1024,
                                 engine=engine))  # type: ignore[arg-type]
-    print(f"1. verify-cost ratio T_verif(B(1+D))/T_verif(B), Llama-3.1-8B, 1xH100, 1K, {engine}")
+    print(f"1. verify-cost ratio T_verif(B(1+D))/T_verif(B), Llama-3.1-8B, 1xH100, 1K, {engine} "
+          f"profile (reference: step_times.csv + {FIT_STEP_OVERHEAD_MS:.2f} ms step overhead)")
     ok = True
+    gemm_growth: list[str] = []
     for d in (3, 7):
         rows = steps[(steps.draft_len == d) & (steps.batch <= 64)]
         b = rows.batch.to_numpy(dtype=float)
-        fit = rows.step_time_ms.to_numpy() / base.loc[rows.batch].to_numpy()
-        g = m.grid(b, float(d))
+        spec_ms = rows.step_time_ms.to_numpy() + FIT_STEP_OVERHEAD_MS
+        base_ms = base.loc[rows.batch].to_numpy() + FIT_STEP_OVERHEAD_MS
+        fit = spec_ms / base_ms
+        g = m.grid(b, float(d), with_breakdowns=True)
         model = g.t_verif_spec_s / g.t_verif_base_s
         err = model / fit - 1.0
         worst = int(np.argmax(np.abs(err)))
         hit = bool(np.all(np.abs(err) <= 0.15))
         ok &= hit
-        print(f"   D={d}: {_pct(err)}  worst {err[worst] * 100:+.1f}% at B={b[worst]:g} "
-              f"(model {model[worst]:.2f} vs fit {fit[worst]:.2f})  "
-              f"{'within 15%' if hit else 'MISSES 15%'}")
+        print(f"   D={d}: B={','.join(f'{x:g}' for x in b)}  {_pct(err)}  worst "
+              f"{err[worst] * 100:+.1f}% at B={b[worst]:g} (model {model[worst]:.2f} vs "
+              f"{fit[worst]:.2f})  {'within 15%' if hit else 'MISSES 15%'}")
+        i = int(np.argmax(b))
+        gemm = (g.verify_spec["gemm"] + g.verify_spec["lm_head"]).reshape(-1)
+        gemm0 = (g.verify_base["gemm"] + g.verify_base["lm_head"]).reshape(-1)
+        eng = (g.verify_spec["overhead"] - g.verify_base["overhead"]).reshape(-1)
+        fit_extra = (spec_ms[i] - base_ms[i])
+        gemm_growth.append(
+            f"B={b[i]:g}, D={d}: {b[i]:g}→{b[i] * (1 + d):g} tokens, the fit adds "
+            f"{fit_extra:.1f} ms, the measured GEMMs + lm_head {gemm0[i] * 1e3:.1f}→"
+            f"{gemm[i] * 1e3:.1f} ms (+{(gemm[i] - gemm0[i]) * 1e3:.1f}), the engine profile "
+            f"+{eng[i] * 1e3:.2f} ms (graph padding, sampler, eager launches)")
     if not ok:
-        print("   why: the model grows too little with verified tokens — the measured GEMMs of "
-              "these shapes are nearly flat up to ~512 tokens, while the fit charges 21 µs per "
-              "batched token; which per-token costs make that (sampling, attention over the new "
-              "tokens, CUDA-graph padding, eager steps) is not yet modelled (engine profiles are "
-              "not built)")
+        print("   why it misses: the reference is a linear fit that charges 21 µs per batched "
+              "token from the first one on top of a fixed 5.9 ms, i.e. weight reads plus "
+              "compute-bound GEMM time summed; the measured vLLM GEMM tables of these shapes "
+              "overlap the two (memory-bound up to a few hundred tokens), and the engine costs "
+              "modelled here are small at these sizes:")
+        for line in gemm_growth:
+            print(f"     {line}")
+        print("   (constants are not tuned to this table; the remaining gap is the fit's "
+              "linear form or costs the tables do not hold)")
     return ok
 
 
-def _map_row(row: pd.Series) -> tuple[Scenario | None, str]:
-    gpu = str(row.gpu)
-    hw = next((slug for p, slug in GPU_PREFIX.items() if gpu.startswith(p)), None)
-    if hw is None or hw not in hardware_presets():
+# GPU names as the reference writes them → hardware preset; longest prefix first.
+GPU_NAMES = (("GB200", "gb200"), ("H100", "h100"), ("H200", "h200"), ("A100", "a100"),
+             ("B200", "b200"), ("B300", "b300"), ("L40S", "l40s"), ("MI300X", "mi300x"))
+# Reference model names that are another spelling of a preset (the architecture the row ran);
+# any other name maps only when it is a preset's slug.
+MODEL_ALIASES = {
+    "llama-3.3-70b": "llama-3.1-70b",  # same architecture (data/al_curves.csv maps it so)
+    "deepseek-r1": "deepseek-v3",
+    "llama-4-scout-17b-16e": "llama-4-scout",
+    "llama-4-maverick-17b-128e": "llama-4-maverick",
+}
+ENGINE_NAMES = (("sglang", "sglang"), ("tensorrt", "trtllm"), ("trt-llm", "trtllm"),
+                ("vllm", "vllm"))
+_INT = re.compile(r"^\s*(\d+)\s*$")
+_LEAD_NUMBER = re.compile(r"^\s*~?(\d+(?:\.\d+)?)x?(?:\s*(?:\(|/|$))")
+
+
+def normalise_gpu(text: str) -> tuple[str | None, int, str]:
+    """'H100-80GB (SGLang)' → ('h100', 1, ''); 'A100-80GB x2 (TP2)' → ('a100', 2, ''); the reason
+    when it does not map."""
+    t = text.strip().upper().replace("NVIDIA ", "")
+    if not t or t.startswith("(NOT STATED"):
+        return None, 1, "GPU not stated"
+    if "NODE" in t:
+        return None, 1, "multi-node deployment"
+    hw = next((slug for name, slug in GPU_NAMES if t.startswith(name)), None)
+    if hw is None:
+        return None, 1, "GPU not a preset"
+    tp = re.search(r"TP\s*(\d+)", t) or re.search(r"\bX\s*(\d+)", t)
+    return hw, int(tp.group(1)) if tp else 1, ""
+
+
+def normalise_model(text: str) -> str | None:
+    """'LLaMA-3.1-8B-Instruct', 'Llama-3.1-8B(-Instruct)' → 'llama-3.1-8b'; None if no preset."""
+    t = text.strip().split(" ")[0].lower().split("/")[-1]
+    t = re.sub(r"\(-?instruct\)|-instruct$|-instruct\b", "", t)
+    t = MODEL_ALIASES.get(t, t)
+    return t if t in model_presets() else None
+
+
+def normalise_engine(text: str) -> str | None:
+    t = text.lower()
+    return next((slug for name, slug in ENGINE_NAMES if name in t), None)
+
+
+def map_row(row: pd.Series) -> tuple[Scenario | None, str]:
+    """A reference speedup row as a scenario with its own AL, or the reason it does not map."""
+    hw, tp, why = normalise_gpu(str(row.gpu))
+    if hw is None:
+        return None, why
+    if hw not in hardware_presets():
         return None, "GPU not a preset"
-    tp_match = re.search(r"x(\d+)", gpu)
-    tp = int(tp_match.group(1)) if tp_match else 1
-    name = str(row.model_target).split(" ")[0].lower().removesuffix("-instruct")
-    model = name if name in model_presets() else None
+    model = normalise_model(str(row.model_target))
     if model is None:
         return None, "model not a preset"
     mech = str(row.mechanism).lower()
     if "tree" in mech or " vs " in mech:
-        return None, "tree or comparison row"
-    slug = ("eagle3" if mech.startswith("eagle3") else "mtp" if mech.startswith("mtp")
-            else "dflash" if mech.startswith("dflash") else "ngram" if "ngram" in mech else None)
+        return None, "tree verification or comparison"
+    slug = ("eagle3" if mech.startswith(("eagle3", "eagle_chain")) else
+            "mtp" if mech.startswith("mtp") else "dflash" if mech.startswith("dflash") else
+            "dspark" if mech.startswith("dspark") else "ngram" if "ngram" in mech else None)
     if slug is None:
         return None, "mechanism not a preset"
+    d_m, b_m = _INT.match(str(row.D)), _INT.match(str(row.batch).replace("concurrency", ""))
+    al_m, sp_m = _LEAD_NUMBER.match(str(row.AL)), _LEAD_NUMBER.match(str(row.speedup))
+    if not (d_m and b_m and al_m and sp_m):
+        return None, "D, batch, AL or speedup not a single number"
+    engine = normalise_engine(str(row.engine)) or "vllm"
+    dtype = "fp8" if "fp8" in str(row.model_target).lower() else "bf16"  # 'Llama-4-Scout (FP8)'
     try:
-        d, b, al = int(float(row.D)), int(float(row.batch)), float(row.AL)
-        sc = Scenario(hardware=hw, model=model, tp=tp, mechanism=slug, batch=b, draft_len=d,
-                      context=ASSUMED_CONTEXT, acceptance=Acceptance(kind="fixed", fixed_al=al))
+        sc = Scenario(hardware=hw, model=model, tp=tp, mechanism=slug, batch=int(b_m.group(1)),
+                      draft_len=int(d_m.group(1)), context=ASSUMED_CONTEXT, dtype=dtype,
+                      engine=engine,  # type: ignore[arg-type]
+                      acceptance=Acceptance(kind="fixed", fixed_al=float(al_m.group(1))))
     except (ValueError, TypeError) as err:
-        return None, f"unusable numbers ({type(err).__name__})"
+        return None, f"not a valid scenario ({type(err).__name__})"
     return sc, ""
+
+
+def published_speedup(row: pd.Series) -> float:
+    m = _LEAD_NUMBER.match(str(row.speedup))
+    return float(m.group(1)) if m else float("nan")
 
 
 def speedups() -> None:
     path = SHARED / "reference" / "speedups.csv"
-    print("2. end-to-end speedups that publish AL (AL given; context assumed "
-          f"{ASSUMED_CONTEXT} tokens)")
+    print("2. end-to-end speedups that publish AL (their AL used; engine from the row, vLLM "
+          f"where unnamed; context assumed {ASSUMED_CONTEXT} tokens)")
     if not path.exists():
         print(f"   {path} is absent: skipped")
         return
     df = pd.read_csv(path)
-    df = df[df.AL.notna() & df.speedup.notna() & df.D.notna() & df.batch.notna()]
+    df = df[df.AL.notna() & df.speedup.notna()]
     skipped: dict[str, int] = {}
     errs: dict[str, list[float]] = {}
     for _, row in df.iterrows():
-        sc, why = _map_row(row)
+        sc, why = map_row(row)
         if sc is None:
             skipped[why] = skipped.get(why, 0) + 1
             continue
         try:
             g = scenario_model(sc).grid(sc.batch, sc.draft_len)
         except ScenarioError as err:
-            skipped[f"scenario rejected ({err})"[:60]] = skipped.get("scenario rejected", 0) + 1
+            key = f"scenario rejected: {err.field}"
+            skipped[key] = skipped.get(key, 0) + 1
             continue
-        pub = float(str(row.speedup).rstrip("x"))
-        errs.setdefault(str(row.source), []).append(float(g.speedup.reshape(-1)[0]) / pub - 1.0)
+        pred = float(g.speedup.reshape(-1)[0])
+        errs.setdefault(str(row.source), []).append(pred / published_speedup(row) - 1.0)
     for src, e in sorted(errs.items()):
         arr = np.asarray(e)
         flag = "" if np.mean(np.abs(arr)) <= 0.10 else "  MISSES 10%"
         print(f"   {src[:70]:70s} n={arr.size:3d}  {_pct(arr)}{flag}")
-    if not errs:
-        print("   no row maps to the presets")
+    n_mapped = sum(len(e) for e in errs.values())
+    print(f"   {n_mapped} of {len(df)} rows with AL and a speedup map to the presets")
     print(f"   not mapped: {', '.join(f'{k}: {v}' for k, v in sorted(skipped.items()))}")
     if any(np.mean(np.abs(e)) > 0.10 for e in errs.values()):
-        print("   why: the engine's per-step and per-draft-forward fixed costs are not yet "
-              "charged (item 2), and published contexts are assumed")
+        print("   why a source misses: contexts are not published (assumed "
+              f"{ASSUMED_CONTEXT}); an n-gram row's AL mixes steps with and without a match, "
+              "whose verify widths the engine treats differently (data/engines.csv "
+              "ngram_no_match; the scenario has no match rate); and these are 1–3 rows each")
+    if n_mapped == 0:
+        print("   why: the rows that state their GPU run models that are not presets "
+              "(Qwen3.6/3.8-27B, Vicuna) or span several nodes; the rest state no GPU or use "
+              "tree verification")
 
 
 def kernels() -> None:

@@ -77,6 +77,7 @@ def sources_of(model: ScenarioModel, al_source: str) -> dict[str, str]:
         "acceptance_length": al_source,
         "measured_timings": model.measured_sources(),
         "kernel_times": model.kernel_sources(),
+        "engine": model.engine_sources(),
         "assumptions": "; ".join(
             a for a in (r.hardware.assumptions, r.model.assumptions, r.mechanism.assumptions) if a
         ),

@@ -60,12 +60,15 @@ def best_draft_len(
     fitting_speed[:, 0] = 1.0
     idx, best = _argmax_d(fitting_speed)
     speed_idx, speed_best = _argmax_d(speed)
-    # Break-even: the first B from which no D ≥ 1 pays at this or any larger B of the grid.
-    paying = speed_best > 1.0
-    losing = np.nonzero(~paying)[0]
+    # Break-even: the first B from which no D ≥ 1 pays at this or any larger B of the grid —
+    # the B after the last that pays (the engine's CUDA-graph staircase can make speculation
+    # pay again just above a capture size after a B where it did not).
+    paying = np.nonzero(speed_best > 1.0)[0]
     break_even: int | None = None
-    if losing.size and not paying[losing[0]:].any():
-        break_even = int(b[losing[0]])
+    if not paying.size:
+        break_even = int(b[0])
+    elif paying[-1] < len(b) - 1:
+        break_even = int(b[paying[-1] + 1])
     al = g.acceptance_length[np.arange(len(b)), idx]
     fitting = np.nonzero(g.fits_in_memory[:, 0])[0]
     return BestDraftLen(

@@ -75,7 +75,7 @@ def fit_step_overheads(
         raise ValueError("step_time_s must be finite and > 0")
     if b.min() < 1 or w.min() < 1 or s.min() < 1:
         raise ValueError("batch, width and context must be >= 1")
-    ovh0 = scenario_model.r.hardware.step_overhead_s
+    ovh0 = scenario_model.step_overhead_s  # the engine profile's, or an override
     t_model = total(scenario_model.verify(b, w, s, group_or_preset(scenario_model, group)))
     x = t_model - ovh0  # the analytic per-layer part (kernels, launches, comms)
 

@@ -388,7 +388,8 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
     # One home for best D per B, the break-even batch and the memory limit: the Explorer page's.
     frontier = best_draft_len(candidate(scenario, slug), batches)
     raw = np.asarray(frontier.speed_best_draft_len, dtype=np.int64)
-    raw[scenario.batch - 1] = best.draft_len if (pays and best is not None) else 0  # = recommend()
+    if best is not None:  # = recommend() where it fits; where memory binds, speed alone
+        raw[scenario.batch - 1] = best.draft_len if pays else 0
     envelope = np.maximum.accumulate(raw[::-1])[::-1]
     cap = best.draft_len if (pays and best is not None) else int(envelope.max())
     sched_values = np.minimum(envelope, cap)

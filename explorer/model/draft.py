@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
-from explorer.model.layers import COMPONENTS, Breakdown, LayerModel, _f, _zeros
+from explorer.model.layers import COMPONENTS, Breakdown, FloatArray, LayerModel, _f, _zeros
 from explorer.specs.architecture import ModelSpec
 from explorer.specs.mechanism import MechanismSpec
 
@@ -30,11 +32,17 @@ def draft_time(
     context: npt.ArrayLike,
     group: npt.ArrayLike,
     layer_scale: npt.ArrayLike = 1.0,
+    tokens_of: Callable[[FloatArray, FloatArray], FloatArray] | None = None,
 ) -> Breakdown:
     """T_draft(B, D) per component for one speculation round (zero at D = 0).
 
-    `layer_scale` multiplies the drafter's layer work: it carries a ρ override.
+    `layer_scale` multiplies the drafter's layer work: it carries a ρ override. `tokens_of(B, W)`
+    gives the tokens a draft forward's GEMMs run on once the engine pads it to a captured
+    CUDA-graph size (model/engine_costs.graph_shape); without it, B·W.
     """
+    def pad(bb: FloatArray, ww: FloatArray) -> FloatArray | None:
+        return tokens_of(bb, ww) if tokens_of is not None else None
+
     b, d, s, g = _f(batch), _f(draft_len), _f(context), _f(group)
     one = np.ones_like(b)
     shape = _zeros(b, d, s, g)
@@ -47,21 +55,23 @@ def draft_time(
         if mech.draft_layers is None:  # a draft model: D full small-model steps
             if draft_layers_model is None:
                 return {c: shape + np.nan for c in COMPONENTS}
-            step = draft_layers_model.forward(b, one, s, include_step_overhead=False)
+            step = draft_layers_model.forward(b, one, s, include_step_overhead=False,
+                                              tokens=pad(b, one))
         else:
             step = target_layers.head_layers(
                 b, one, s, g, float(mech.draft_layers), mech.draft_vocab,
-                fused_target_layers=mech.fused_target_layers,
+                fused_target_layers=mech.fused_target_layers, tokens=pad(b, one),
             )
         return {c: shape + step[c] * d * scale for c in COMPONENTS}
     # Block drafters: one pass of draft_layers over the whole block of D tokens.
     layers = float(mech.draft_layers or 0)
     width = np.maximum(d, 1.0)
-    block = target_layers.head_layers(b, width, s, g, layers, mech.draft_vocab)
+    block = target_layers.head_layers(b, width, s, g, layers, mech.draft_vocab,
+                                      tokens=pad(b, width))
     out = {c: shape + np.where(d > 0, block[c] * scale, 0.0) for c in COMPONENTS}
     if mech.draft_style == "block_serial" and mech.serial_head_layer_fraction > 0:
         head = target_layers.head_layers(
-            b, one, s, g, mech.serial_head_layer_fraction, mech.draft_vocab
+            b, one, s, g, mech.serial_head_layer_fraction, mech.draft_vocab, tokens=pad(b, one)
         )
         out = {c: out[c] + head[c] * d * scale for c in COMPONENTS}
     return out

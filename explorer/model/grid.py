@@ -22,9 +22,11 @@ from explorer.model.corrections import (
     StepCorrection,
 )
 from explorer.model.draft import draft_time, native_draft_layers
-from explorer.model.layers import Breakdown, LayerModel, total
+from explorer.model.engine_costs import apply_engine_profile, graph_shape
+from explorer.model.layers import KERNELS_PER_LAYER, Breakdown, LayerModel, total
 from explorer.model.measured_kernels import MeasuredKernels, measured_kernels
 from explorer.model.resolve import Resolved, resolve
+from explorer.presets import engine_profiles
 from explorer.specs.scenario import Scenario
 
 FloatArray = npt.NDArray[np.float64]
@@ -63,6 +65,7 @@ class ScenarioModel:
         self.r = resolved
         sc = resolved.scenario
         hw = resolved.hardware
+        self.engine = engine_profiles()[sc.engine]
         self.kernel_corrections: KernelCorrections | None = None
         if sc.measured_kernels is not None:
             mk = sc.measured_kernels
@@ -133,6 +136,17 @@ class ScenarioModel:
             text += "; MoE experts: roofline (MoE tables not used yet)"
         return text
 
+    def engine_sources(self) -> str:
+        """The engine profile's numbers as used here, each assumption labelled, with sources."""
+        e = self.engine
+        text = e.describe()
+        ov = self.r.scenario.hardware_overrides
+        if ov is not None and ov.step_overhead_s is not None:
+            text += f"; the step overhead is overridden: {ov.step_overhead_s * 1e6:.0f} µs"
+        cited = "; ".join(f"{k}: {v}" for k, v in e.sources.items()
+                          if k not in e.assumptions and v)
+        return f"{text} — sources: {cited} (data/engines.csv)"
+
     # -- pieces -----------------------------------------------------------------------
     @property
     def rho_native(self) -> float:
@@ -155,9 +169,49 @@ class ScenarioModel:
         serial = d * mech.serial_head_layer_fraction / self.r.layers
         return np.where(d > 0, self.rho + serial, 0.0)
 
+    @property
+    def step_overhead_s(self) -> float:
+        """Per target step: the engine profile's, unless the hardware overrides set one (a
+        step-time calibration or a hand-set value)."""
+        ov = self.r.scenario.hardware_overrides
+        if ov is not None and ov.step_overhead_s is not None:
+            return ov.step_overhead_s
+        return self.engine.step_overhead_s
+
     def verify(self, batch: npt.ArrayLike, width: npt.ArrayLike, context: npt.ArrayLike,
                group: npt.ArrayLike) -> Breakdown:
-        return self.target.forward(batch, width, context, group, layers=self.r.layers)
+        """One target step: the forward on the engine's padded graph shape, plus its costs."""
+        tokens, eager = graph_shape(self.engine, batch, width)
+        forward = self.target.forward(batch, width, context, group, layers=self.r.layers,
+                                      include_step_overhead=False, tokens=tokens)
+        return apply_engine_profile(
+            self.engine, forward, self.r.hardware,
+            eager_kernels=np.where(eager, self.r.layers * KERNELS_PER_LAYER, 0.0),
+            sampled_tokens=np.asarray(batch, dtype=np.float64) * np.asarray(width, np.float64),
+            vocab=self.r.model.vocab, step_overhead_s=self.step_overhead_s)
+
+    def _draft_engine_costs(self, batch: FloatArray,
+                            draft_len: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """(draft forwards, kernels launched eager) of one round: EAGLE/MTP/external D forwards
+        of width 1; DFlash one block pass of width D; DSpark the block pass and D serial head
+        steps; n-gram none (a lookup)."""
+        mech, d = self.r.mechanism, draft_len
+        zero: FloatArray = np.zeros(np.broadcast_shapes(batch.shape, d.shape))
+        if mech.draft_style == "lookup":
+            return zero, zero
+        _, eager1 = graph_shape(self.engine, batch, np.ones_like(batch))
+        if mech.draft_style == "chain":
+            layers = native_draft_layers(mech, self.r.model, self.r.draft_model)
+            per_forward = max(layers, 1.0) * KERNELS_PER_LAYER
+            return zero + d, zero + np.where(eager1, d * per_forward, 0.0)
+        _, eager_block = graph_shape(self.engine, batch, np.maximum(d, 1.0))
+        block_kernels = max(float(mech.draft_layers or 0), 1.0) * KERNELS_PER_LAYER
+        forwards: FloatArray = zero + np.where(d > 0, 1.0, 0.0)
+        eager: FloatArray = zero + np.where(eager_block, forwards * block_kernels, 0.0)
+        if mech.draft_style == "block_serial" and mech.serial_head_layer_fraction > 0:
+            forwards = forwards + d
+            eager = eager + np.where(eager1, d * KERNELS_PER_LAYER, 0.0)
+        return forwards, eager
 
     def draft(self, batch: npt.ArrayLike, draft_len: npt.ArrayLike, context: npt.ArrayLike,
               group: npt.ArrayLike) -> Breakdown:
@@ -170,10 +224,16 @@ class ScenarioModel:
         scale = 1.0
         if self.r.scenario.rho is not None and self.rho_native > 0:
             scale = self.r.scenario.rho / self.rho_native
-        return draft_time(
+        out = draft_time(
             self.target, self.draft_layer_model, self.r.mechanism, batch, draft_len, context,
             group, layer_scale=scale,
+            tokens_of=lambda bb, ww: graph_shape(self.engine, bb, ww)[0],
         )
+        b = np.asarray(batch, dtype=np.float64)
+        d = np.asarray(draft_len, dtype=np.float64)
+        forwards, eager_kernels = self._draft_engine_costs(b, d)
+        return apply_engine_profile(self.engine, out, self.r.hardware,
+                                    eager_kernels=eager_kernels, draft_forwards=forwards)
 
     def memory_bytes(self, batch: npt.ArrayLike, context: npt.ArrayLike,
                      group: npt.ArrayLike) -> FloatArray:

@@ -204,12 +204,18 @@ class LayerModel:
         group: npt.ArrayLike | None = None,
         layers: float | None = None,
         include_step_overhead: bool = True,
+        tokens: npt.ArrayLike | None = None,
     ) -> Breakdown:
-        """One forward over B sequences × W new tokens each, per component (seconds)."""
+        """One forward over B sequences × W new tokens each, per component (seconds).
+
+        `tokens`: what the GEMMs, MoE and all-reduces run on when the engine pads the step to a
+        captured CUDA-graph size (model/engine_costs.py); attention and the lm_head (logits are
+        taken for the real tokens only) keep B·W.
+        """
         m = self.model
         b, w, s = _f(batch), _f(width), _f(context)
         g = _f(group) if group is not None else _f(m.group_size)
-        n = b * w
+        n = b * w if tokens is None else _f(tokens)
         n_layers = float(layers if layers is not None else m.layers)
         scale = n_layers / m.layers
         moe_layers = m.moe_layers * scale
@@ -232,7 +238,7 @@ class LayerModel:
         overhead = shape + self.layer_launches(n_layers)
         if include_step_overhead:
             overhead = overhead + self.hw.step_overhead_s
-        lm = shape + self.lm_head(n)
+        lm = shape + self.lm_head(b * w)
         return {
             "gemm": gemm, "attention": attention, "moe": moe, "communication": comm,
             "overhead": overhead, "lm_head": lm,
@@ -241,6 +247,7 @@ class LayerModel:
     def head_layers(
         self, batch: FloatArray, width: FloatArray, context: FloatArray, group: FloatArray,
         layers: float, vocab: int | None, fused_target_layers: int = 0,
+        tokens: npt.ArrayLike | None = None,
     ) -> Breakdown:
         """`layers` layers of the target's dims plus an lm_head: an MTP/EAGLE/DFlash drafter.
 
@@ -248,7 +255,8 @@ class LayerModel:
         small: we charge the dense equivalent with the target's active FFN width).
         """
         m = self.model
-        n = b_w = batch * width
+        b_w = batch * width
+        n = b_w if tokens is None else _f(tokens)  # padded to a captured graph size, as forward()
         ffn = m.ffn_intermediate if not m.is_moe else m.moe_intermediate * (
             m.experts_per_tok + m.n_shared_experts
         )
@@ -262,7 +270,7 @@ class LayerModel:
             "moe": shape.copy(),
             "communication": shape + layers * self.allreduce(n),
             "overhead": shape + self.layer_launches(layers),
-            "lm_head": shape + self.lm_head(n, vocab),
+            "lm_head": shape + self.lm_head(b_w, vocab),
         }
 
 

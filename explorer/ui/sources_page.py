@@ -5,7 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from explorer.presets import hardware_presets, mechanism_presets, model_presets
+from explorer.presets import (
+    engine_profiles,
+    hardware_presets,
+    mechanism_presets,
+    model_presets,
+)
+from explorer.specs.engine import EngineProfile
 
 
 def render() -> None:
@@ -40,3 +46,26 @@ def render() -> None:
         "prior decay": x.decay, "prior source": x.prior_source, "training": x.training,
         "extra memory": x.extra_memory, "assumptions": x.assumptions,
     } for x in mechanism_presets().values()]), hide_index=True)
+    st.subheader("Serving engines")
+    st.caption("Costs the engine adds around the kernels (data/engines.csv). The hardware "
+               "table's step overhead is replaced by the engine's unless a calibration or "
+               "override sets one.")
+    st.dataframe(pd.DataFrame([{
+        "engine": e.engine, "parameter": k,
+        "value": _engine_value(e, k),
+        "assumption": "yes" if k in e.assumptions else "no", "source": e.sources.get(k, ""),
+    } for e in engine_profiles().values() for k in e.sources]), hide_index=True)
+
+
+def _engine_value(e: EngineProfile, parameter: str) -> str:
+    values = {
+        "step_overhead_us": f"{e.step_overhead_s * 1e6:g} µs",
+        "draft_forward_overhead_us": f"{e.draft_forward_overhead_s * 1e6:g} µs",
+        "cuda_graph_sizes": f"{len(e.capture_sizes)} sizes by {e.capture_unit}, "
+                            f"{e.capture_sizes[0]}…{e.max_capture}",
+        "cuda_graph_padding": "pads up" if e.pads_to_capture else "no padding",
+        "eager_launch_us": f"{e.eager_launch_s * 1e6:g} µs per kernel",
+        "sampler_bytes_per_logit": f"{e.sampler_bytes_per_logit:g} B",
+        "ngram_no_match": "verifies 1 token" if e.ngram_no_match == "one" else "full width",
+    }
+    return values.get(parameter, "")

@@ -247,9 +247,15 @@ def _drafter_scenario(path: Path | None, mechanism: str) -> Scenario:
 
 
 def _t_draft(sc: Scenario) -> dict[str, float]:
+    """T_draft per component; "overhead" without the engine's fixed cost per draft forward
+    (data/engines.csv: it does not scale with the drafter's layers — EAGLE-3 pays it D times,
+    DFlash once, as tests/unit/test_engine_profiles.py checks)."""
     m = scenario_model(sc)
     b = m.draft(8.0, float(sc.draft_len), 8192.0, m.r.group)
-    return {k: float(v) for k, v in b.items()}
+    out = {k: float(v) for k, v in b.items()}
+    forwards = sc.draft_len if m.r.mechanism.draft_style == "chain" else 1
+    out["overhead"] -= forwards * m.engine.draft_forward_overhead_s
+    return out
 
 
 def test_an_eagle3_config_changes_t_draft_as_its_shape_says(tmp_path):

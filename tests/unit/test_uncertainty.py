@@ -22,10 +22,11 @@ def test_evaluate_json_adds_the_interval_and_keeps_every_key():
     data = json.loads(out)
     assert set(data) >= EVALUATE_KEYS | {"speedup_low", "speedup_high"}
     # EAGLE-3 on Llama-3.1-70B: 13 same-model points, σ = 0.29 on log(AL − 1); kernel times
-    # from the measured vLLM tables of H200 (the band is 0.79–1.20 of the point either way)
-    assert data["speedup"] == pytest.approx(2.817, abs=0.005)
-    assert data["speedup_low"] == pytest.approx(2.217, abs=0.01)
-    assert data["speedup_high"] == pytest.approx(3.389, abs=0.01)
+    # from the measured vLLM tables of H200 (the band is 0.79–1.20 of the point either way);
+    # the vLLM engine profile's 200 µs per draft forward and sampler pass took it 2.817 → 2.771
+    assert data["speedup"] == pytest.approx(2.771, abs=0.005)
+    assert data["speedup_low"] == pytest.approx(2.181, abs=0.01)
+    assert data["speedup_high"] == pytest.approx(3.333, abs=0.01)
     assert data["acceptance_length_low"] < data["acceptance_length"] < data[
         "acceptance_length_high"]
     assert "σ = 0.29" in data["acceptance_uncertainty"]

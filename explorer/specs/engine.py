@@ -1,0 +1,73 @@
+"""A serving engine's profile (data/engines.csv): the costs an engine adds around the kernels.
+
+Per-step scheduling/sampling overhead, a fixed overhead per draft forward, the CUDA-graph capture
+sizes (a step pads up to the next captured size — a staircase — and past the largest, or off the
+list when the engine does not pad, runs eager with a per-kernel launch cost), the sampler's bytes
+per verified logit, and what an n-gram request without a match verifies.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from explorer.base.engines import ServingEngine
+
+CaptureUnit = Literal["tokens", "requests"]
+NgramNoMatch = Literal["one", "full"]
+# The parameters a profile has, in data/engines.csv's `parameter` column.
+ENGINE_PARAMETERS: tuple[str, ...] = (
+    "step_overhead_us", "draft_forward_overhead_us", "cuda_graph_sizes", "cuda_graph_padding",
+    "eager_launch_us", "sampler_bytes_per_logit", "ngram_no_match",
+)
+
+
+class EngineProfile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: ServingEngine
+    step_overhead_s: float = Field(ge=0, le=0.1, description="scheduling/sampling per step, s")
+    draft_forward_overhead_s: float = Field(ge=0, le=0.1,
+                                            description="fixed cost of one draft forward, s")
+    capture_sizes: tuple[int, ...] = Field(min_length=1,
+                                           description="captured CUDA-graph sizes, ascending")
+    capture_unit: CaptureUnit
+    pads_to_capture: bool
+    eager_launch_s: float = Field(ge=0, le=1e-3, description="per-kernel launch without a graph")
+    sampler_bytes_per_logit: float = Field(ge=0, le=64)
+    ngram_no_match: NgramNoMatch
+    sources: dict[str, str] = Field(default_factory=dict, description="parameter → source")
+    assumptions: tuple[str, ...] = Field(default=(), description="parameters without a source")
+
+    @model_validator(mode="after")
+    def _check(self) -> EngineProfile:
+        sizes = self.capture_sizes
+        if any(s < 1 for s in sizes) or any(b <= a for a, b in pairwise(sizes)):
+            raise ValueError("capture_sizes must be positive and strictly ascending")
+        unknown = set(self.assumptions) - set(ENGINE_PARAMETERS)
+        if unknown:
+            raise ValueError(f"assumptions name unknown parameters: {sorted(unknown)}")
+        return self
+
+    @property
+    def max_capture(self) -> int:
+        return self.capture_sizes[-1]
+
+    def describe(self) -> str:
+        """One line for the Sources tab: the numbers, each assumption labelled as such."""
+        def tag(p: str) -> str:
+            return " (assumption)" if p in self.assumptions else ""
+        pad = "pads to the next captured size" if self.pads_to_capture else "no padding"
+        return (
+            f"{self.engine}: step overhead {self.step_overhead_s * 1e6:.0f} µs"
+            f"{tag('step_overhead_us')}; {self.draft_forward_overhead_s * 1e6:.0f} µs per draft "
+            f"forward{tag('draft_forward_overhead_us')}; CUDA graphs by {self.capture_unit} up to "
+            f"{self.max_capture} ({len(self.capture_sizes)} sizes, {pad}){tag('cuda_graph_sizes')}"
+            f"; eager past that at {self.eager_launch_s * 1e6:g} µs per kernel"
+            f"{tag('eager_launch_us')}; sampler {self.sampler_bytes_per_logit:g} B per verified "
+            f"logit{tag('sampler_bytes_per_logit')}; n-gram without a match verifies "
+            f"{'1 token' if self.ngram_no_match == 'one' else 'the full width'}"
+            f"{tag('ngram_no_match')}"
+        )
