@@ -8,7 +8,15 @@ import streamlit as st
 
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
-from explorer.ui import compare_page, controls, data_page, explorer_page, share, sources_page
+from explorer.ui import (
+    compare_page,
+    controls,
+    data_page,
+    explorer_page,
+    model_upload,
+    share,
+    sources_page,
+)
 
 _started = time.perf_counter()
 st.set_page_config(page_title="SpecDec Explorer", page_icon=":material/bolt:", layout="wide")
@@ -17,6 +25,7 @@ if data_page.ACTIVE_CURVE in st.session_state:  # keep the chosen upload on the 
     st.session_state[data_page.ACTIVE_CURVE] = st.session_state[data_page.ACTIVE_CURVE]  # drop it
 share.open_link()  # ?s=<id>: a saved scenario sets the widgets before they exist
 values = controls.sidebar()
+model_upload.sidebar_note()  # a model from its config.json replaces the preset (Measured data)
 st.query_params["v"] = "1"
 
 
