@@ -100,8 +100,6 @@ def render(scenario: Scenario | None) -> None:
     st.caption("Bring your own acceptance curves and kernel/step timings, in the formats your "
                "tools already write. Validation names every problem by row and field; an invalid "
                "file never replaces the data you already loaded.")
-    model_upload.render()
-    st.subheader("Acceptance and timing data")
     st.text_input("Dataset name (optional; defaults to the file name)", key="dataset_name",
                   max_chars=80)
     st.file_uploader("Upload a file", key="upload", on_change=_ingest,
@@ -134,6 +132,7 @@ def render(scenario: Scenario | None) -> None:
         if scenario is not None:
             _calibration_section(loaded, scenario)
             _draft_section(loaded, scenario)
+    model_upload.render()  # after the measured-data uploader, which stays the page's first
     _templates_section()
 
 
