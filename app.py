@@ -9,6 +9,7 @@ import streamlit as st
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
 from explorer.ui import (
+    codesign_page,
     compare_page,
     controls,
     data_page,
@@ -58,6 +59,10 @@ def compare() -> None:
     compare_page.render(scenario_now, values)
 
 
+def codesign() -> None:
+    codesign_page.render(scenario_now)
+
+
 share.save_panel(values, scenario_now)
 
 page = st.navigation([
@@ -65,6 +70,7 @@ page = st.navigation([
     st.Page(data, title="Measured data", icon=":material/upload_file:", url_path="data"),
     st.Page(sources, title="Presets & sources", icon=":material/menu_book:", url_path="sources"),
     st.Page(compare, title="Compare", icon=":material/compare:", url_path="compare"),
+    st.Page(codesign, title="Co-design", icon=":material/grid_on:", url_path="codesign"),
 ])
 page.run()
 st.session_state["_script_run_s"] = time.perf_counter() - _started  # read by benchmarks

@@ -1,6 +1,6 @@
 """AppTest: a config.json pasted on the Measured data page becomes the explorer's target (its
 numbers are the core's for that model), travels in Save & share's link, and a bad config is named
-by field while the explorer keeps working."""
+by field while the explorer keeps working; the Co-design page draws its designs."""
 
 from __future__ import annotations
 
@@ -72,3 +72,12 @@ def test_a_bad_config_names_its_field_and_the_explorer_keeps_working():
     assert not [b for b in at.button if b.key == "model_config_use_target"]
     goto(at, "")
     assert metric(at, "Speedup") == f"{evaluate(Scenario()).speedup:.2f}×"
+
+
+def test_the_co_design_page_shows_the_heatmap_of_the_current_scenario():
+    at = run_app()
+    goto(at, "codesign")
+    assert not at.exception
+    assert at.get("plotly_chart"), "the heatmap is drawn"
+    table = at.dataframe[0].value
+    assert set(table["group"]) == {1, 4, 8, 16} and set(table["layers"]) == {32, 64, 80, 128}
