@@ -102,7 +102,8 @@ def sidebar_note() -> None:
     m, d = target(), drafter()
     if m is not None:
         st.sidebar.info(md_text(f"Target model: {m.name} (your config.json) — replaces the "
-                                "Target model choice"), icon=":material/upload_file:")
+                                "Target model choice. A plain URL link does not carry it: "
+                                "Save & share's link does."), icon=":material/upload_file:")
     if d is not None:
         st.sidebar.info(md_text(f"Drafter: {d.name} ({d.kind}, your config.json)"),
                         icon=":material/upload_file:")
