@@ -26,7 +26,6 @@ if data_page.ACTIVE_CURVE in st.session_state:  # keep the chosen upload on the 
     st.session_state[data_page.ACTIVE_CURVE] = st.session_state[data_page.ACTIVE_CURVE]  # drop it
 share.open_link()  # ?s=<id>: a saved scenario sets the widgets before they exist
 values = controls.sidebar()
-model_upload.sidebar_note()  # a model from its config.json replaces the preset (Measured data)
 st.query_params["v"] = "1"
 
 
@@ -63,6 +62,7 @@ def codesign() -> None:
     codesign_page.render(scenario_now)
 
 
+model_upload.sidebar_note()  # a model from its config.json replaces the preset (Measured data)
 share.save_panel(values, scenario_now)
 
 page = st.navigation([
