@@ -26,7 +26,10 @@ if data_page.ACTIVE_CURVE in st.session_state:  # keep the chosen upload on the 
     st.session_state[data_page.ACTIVE_CURVE] = st.session_state[data_page.ACTIVE_CURVE]  # drop it
 share.open_link()  # ?s=<id>: a saved scenario sets the widgets before they exist
 values = controls.sidebar()
-st.query_params["v"] = "1"
+# Written only when missing: every write sends the whole query string as this run read it,
+# which after quick key presses is older than the browser's (the URL fell behind the view).
+if st.query_params.get("v") != "1":
+    st.query_params["v"] = "1"
 
 
 def uploaded_curve() -> AcceptanceCurve | None:

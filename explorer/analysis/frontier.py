@@ -80,6 +80,42 @@ def best_draft_len(
     )
 
 
+def break_even_text(bd: BestDraftLen) -> str:
+    """Where speculation pays, in the terms of the best-D table (`best_draft_len`, among points
+    that fit in memory): the one decision behind the page's break-even sentence, so that the
+    sentence and the table cannot disagree. Where the table falls to D = 0 it says why: by speed,
+    or because the speculative point (draft weights, its KV, the verify batch) does not fit while
+    plain decoding does, or because nothing that large fits."""
+    b, best, speed = bd.batch, bd.best_draft_len, bd.speed_best_draft_len
+    pays = [d > 0 for d in best]
+    fits = [bd.max_batch_in_memory is not None and x <= bd.max_batch_in_memory for x in b]
+
+    def why(i: int) -> str:
+        if not fits[i]:
+            return "no batch that large fits in memory"
+        if speed[i] > 0:
+            return ("by speed alone it would still pay, but its extra memory (draft weights, "
+                    "draft KV, the wider verify batch) does not fit; plain decoding does")
+        return "no D ≥ 1 beats plain decoding"
+
+    if all(pays):
+        return f"speculation pays at every B from {b[0]} to {b[-1]}"
+    if not any(pays):
+        return f"speculation pays at no B from {b[0]} to {b[-1]} (best D = 0): {why(0)}"
+    last = max(i for i, p in enumerate(pays) if p)
+    gaps = [b[i] for i in range(last) if not pays[i]]
+    text = f"speculation pays up to **B ≈ {b[last]}**"
+    if gaps:
+        text += f" (not at every smaller B: best D = 0 at B = {', '.join(map(str, gaps[:5]))}" \
+            + (" …" if len(gaps) > 5 else "") + ")"
+    if last + 1 < len(b):
+        text += f"; from **B ≈ {b[last + 1]}** best D = 0 — {why(last + 1)}"
+        later = [i for i in range(last + 1, len(b)) if why(i) != why(last + 1)]
+        if later:
+            text += f"; from B ≈ {b[later[0]]}, {why(later[0])}"
+    return text
+
+
 class ParetoFrontier(BaseModel):
     """Non-dominated (tokens/s per user, tokens/s per GPU) points, sorted by per-user speed."""
 

@@ -52,10 +52,17 @@ class RankedOption(BaseModel):
     availability_detail: str = ""  # the checkpoint and its source, or the training it needs
 
 
+# A head that has to be trained first is months of work, and its AL is a prior carried over
+# from other targets: the recommendation is the fastest option that can run now, and a faster
+# to-be-trained one is named beside it as worth training.
+NOT_READY = "to be trained"
+
+
 class Recommendation(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    best: RankedOption | None
+    best: RankedOption | None  # the fastest fitting option that runs now (else the fastest)
+    best_if_trained: RankedOption | None = None  # a faster fitting option still to be trained
     ranking: list[RankedOption]
     guidelines: list[Guideline]
     explanation: str
@@ -117,8 +124,11 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
                 availability_detail=av.text,
             ))
     ranking.sort(key=lambda o: (not o.fits_in_memory, -o.speedup, o.draft_len))
-    ranking, confidence, sure = _how_sure(ranking, draws)
-    best = ranking[0] if ranking and ranking[0].fits_in_memory else None
+    best, best_if_trained = pick_best(ranking)
+    ranking, confidence, sure = _how_sure(ranking, draws, best)
+    if best is not None:
+        best = next(o for o in ranking if (o.mechanism, o.draft_len) == (best.mechanism,
+                                                                          best.draft_len))
     guide = guidelines(scenario)
     max_batch: int | None = None
     hints: list[str] = []
@@ -130,13 +140,19 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
     else:
         per_mech: dict[str, RankedOption] = {}
         for o in ranking:
-            per_mech.setdefault(o.mechanism, o)
+            if (o.availability != NOT_READY) == (best.availability != NOT_READY):
+                per_mech.setdefault(o.mechanism, o)
         runners = [o for k, o in per_mech.items() if k != best.mechanism][:2]
         runner_text = "; ".join(
             f"{o.mechanism_name} D={o.draft_len}: {o.speedup:.2f}× "
             f"[{o.speedup_low:.2f}–{o.speedup_high:.2f}]" for o in runners
         )
         verdict = "speculation pays" if best.speedup > 1.0 else "plain decoding is faster"
+        trained = "" if best_if_trained is None else (
+            f" Worth training: {best_if_trained.mechanism_name} D={best_if_trained.draft_len} "
+            f"could reach {best_if_trained.speedup:.2f}× [{best_if_trained.speedup_low:.2f}–"
+            f"{best_if_trained.speedup_high:.2f}] (AL evidence: "
+            f"{best_if_trained.acceptance_evidence}; {best_if_trained.availability_detail}).")
         extended = (", model-extended past the published/measured D"
                     if best.acceptance_model_extended else "")
         explanation = (
@@ -144,30 +160,43 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             f"[{best.speedup_low:.2f}–{best.speedup_high:.2f}] "
             f"(AL {best.acceptance_length:.2f}{extended}, evidence: {best.acceptance_evidence}; "
             f"draft {best.draft_overhead_fraction:.0%} of the step; {best.availability}) — "
-            f"{verdict}. Next: {runner_text or 'none'}. {sure}"
+            f"{verdict}. Next: {runner_text or 'none'}. {sure}{trained}"
         )
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup",
                        value=best.speedup, text=explanation, applies=True)
-    return Recommendation(best=best, ranking=ranking, guidelines=[*guide, g5],
+    return Recommendation(best=best, best_if_trained=best_if_trained if best else None,
+                          ranking=ranking, guidelines=[*guide, g5],
                           explanation=explanation, unavailable=unavailable,
                           max_fitting_batch=max_batch, fit_hints=hints,
                           confidence=confidence if best is not None else None,
                           confidence_text=sure if best is not None else "")
 
 
-def _how_sure(ranking: list[RankedOption], draws: dict[tuple[str, int], FloatArray]
-              ) -> tuple[list[RankedOption], float | None, str]:
+def pick_best(ranking: list[RankedOption]) -> tuple[RankedOption | None, RankedOption | None]:
+    """From a ranking sorted fitting-first by speedup: the fastest fitting option that runs now
+    (the fastest fitting one when none does), and the fastest fitting to-be-trained option when
+    it is faster than that."""
+    fitting = [o for o in ranking if o.fits_in_memory]
+    ready = [o for o in fitting if o.availability != NOT_READY]
+    best = ready[0] if ready else (fitting[0] if fitting else None)
+    faster = fitting[0] if fitting and best is not None and fitting[0] is not best else None
+    return best, faster
+
+
+def _how_sure(ranking: list[RankedOption], draws: dict[tuple[str, int], FloatArray],
+              best: RankedOption | None) -> tuple[list[RankedOption], float | None, str]:
     """Across the draws (independent per mechanism), how often each fitting option is the
     fastest, how often the best's mechanism wins, and which options lie within its band."""
-    fitting = [o for o in ranking if o.fits_in_memory]
-    if not fitting:
+    if best is None:
         return ranking, None, ""
+    # the choice among what can run now (a head still to be trained is named apart)
+    fitting = [o for o in ranking if o.fits_in_memory
+               and (o.availability != NOT_READY) == (best.availability != NOT_READY)]
     n = max(len(v) for v in draws.values())
     matrix = np.stack([np.broadcast_to(draws[(o.mechanism, o.draft_len)], (n,))
                        for o in fitting], axis=1)  # (draws, options)
     winner = np.argmax(np.where(np.isfinite(matrix), matrix, -np.inf), axis=1)
     share = np.bincount(winner, minlength=len(fitting)) / n
-    best = fitting[0]
     mech_of = np.asarray([o.mechanism for o in fitting])
     confidence = float(np.mean(mech_of[winner] == best.mechanism))
     shares = {(o.mechanism, o.draft_len): float(s) for o, s in zip(fitting, share, strict=True)}
@@ -196,6 +225,15 @@ FIT_ALTERNATIVES: tuple[tuple[str, dict[str, object]], ...] = (
     ("an FP8 KV cache", {"kv_dtype": "fp8"}),
     ("FP8 weights", {"dtype": "fp8"}),
 )
+
+
+def _memory_with(scenario: Scenario, update: dict[str, object]) -> float | None:
+    """Memory per GPU at the scenario's B and S with `update` applied; None if it is invalid."""
+    try:
+        alt = scenario_model(scenario.model_copy(update=update))
+    except ScenarioError:
+        return None
+    return float(np.ravel(alt.memory_bytes(scenario.batch, scenario.context, alt.r.group))[0])
 
 
 def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[str]]:
@@ -232,12 +270,8 @@ def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[st
         alternatives.append((f"TP={tp}", {"tp": tp}))
     would: list[str] = []
     for label, upd in alternatives:
-        try:
-            alt = scenario_model(cand.model_copy(update=upd))
-        except ScenarioError:
-            continue
-        mem = float(np.ravel(alt.memory_bytes(cand.batch, cand.context, alt.r.group))[0])
-        if mem <= hbm:
+        mem = _memory_with(cand, upd)
+        if mem is not None and mem <= hbm:
             would.append(f"{label} ({mem / 1e9:,.0f} GB)")
             if label.startswith("TP="):
                 break  # the smallest TP that fits is the one to name
@@ -245,12 +279,9 @@ def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[st
         tp = cand.tp
         while tp * 2 <= m.r.model.q_heads and not would:
             tp *= 2
-            upd = {"kv_dtype": "fp8", "tp": tp}
-            try:
-                alt = scenario_model(cand.model_copy(update=upd))
-            except ScenarioError:
+            mem = _memory_with(cand, {"kv_dtype": "fp8", "tp": tp})
+            if mem is None:
                 break
-            mem = float(np.ravel(alt.memory_bytes(cand.batch, cand.context, alt.r.group))[0])
             if mem <= hbm:
                 would.append(f"an FP8 KV cache and TP={tp} ({mem / 1e9:,.0f} GB)")
     if would:

@@ -35,6 +35,13 @@ URL_VERSION = "1"
 VERSION_KEY = "v"
 # `?s=<id>` opens a saved scenario (explorer/interfaces/store.py); context S is `ctx`.
 SHARE_KEY = "s"
+# `?vw=<view>` picks the Explorer page's view (which chart is computed, sent and drawn). It is
+# navigation, not a scenario setting: saved scenarios do not store it, and a link without it
+# opens the default view. A new key (never used before), so old links keep their meaning.
+VIEW_KEY = "vw"
+VIEWS: tuple[str, ...] = ("surface", "tiles", "gemm", "al", "pareto", "time", "mechanisms",
+                          "sources", "export")
+DEFAULT_VIEW = "surface"
 MAX_PARAM_CHARS = 200
 VIEW_ONLY_KEYS: tuple[str, ...] = tuple(s.key for s in SETTINGS if s.field is None)
 
@@ -170,7 +177,12 @@ def decode(params: Mapping[str, str | list[str]]) -> ViewState:
             f"URL parameter '{VERSION_KEY}={version[:20]}': unsupported link version; "
             f"read as version {URL_VERSION}"
         )
-    unknown = [k for k in params if k not in PARAM_BY_KEY and k not in (VERSION_KEY, SHARE_KEY)]
+    unknown = [k for k in params
+               if k not in PARAM_BY_KEY and k not in (VERSION_KEY, SHARE_KEY, VIEW_KEY)]
+    view = _first(params.get(VIEW_KEY, DEFAULT_VIEW))
+    if view not in VIEWS:
+        warnings.append(f"URL parameter '{VIEW_KEY}={_clip(view)}' (view): must be one of "
+                        f"{_listed(VIEWS)}; showing the default view '{DEFAULT_VIEW}'")
     if unknown:
         shown = ", ".join(repr(k[:30]) for k in unknown[:5]) + (" …" if len(unknown) > 5 else "")
         warnings.append(f"ignored {len(unknown)} unknown URL parameter(s): {shown}")

@@ -74,6 +74,7 @@ def build_curve(
     max_supported: int | None = None,
     rows: Sequence[int | None] | None = None,
     fields: Sequence[str | None] | None = None,
+    std_errors: Sequence[float] | None = None,
 ) -> AcceptanceCurve | None:
     """Check the curve's size, AL bounds and monotonicity, then build it (None on errors).
 
@@ -135,6 +136,7 @@ def build_curve(
             conditional_rates=None if conditional is None else tuple(float(c) for c in conditional),
             provenance=provenance,
             max_supported_draft_len=max_supported,
+            al_std_errors=None if std_errors is None else tuple(float(x) for x in std_errors),
         )
     except ValidationError as exc:
         col.error(f"{label}: {validation_message(exc)}")

@@ -19,37 +19,25 @@ only valid at the measured D = n, so their curve has that single point.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Literal
 
 import numpy as np
 
 from explorer.base.limits import MAX_MEASURED_DRAFT_LEN
 from explorer.base.quoting import quote
-from explorer.measured._csv import Numbers, find_column, parse_numbers, parse_temperature, read_csv
+from explorer.measured._csv import Numbers, find_column, parse_numbers, read_csv
+from explorer.measured._curve_groups import curve_groups
 from explorer.measured._curves import (
     RATE_CONSISTENCY_TOL,
     build_curve,
     check_al_consistency,
     conditional_rates_of,
-    group_provenance,
-    join_nonempty,
-    too_many_curves,
     warn_if_marginals_increase,
 )
-from explorer.measured._mechanisms import normalize_mechanism, unknown_mechanism_message
 from explorer.measured._problems import Collector, finish
-from explorer.measured.al_csv import (
-    AL_ALIASES,
-    DATASET_ALIASES,
-    DRAFTER_ALIASES,
-    MECHANISM_ALIASES,
-    MODEL_ALIASES,
-    SOURCE_ALIASES,
-    TEMPERATURE_ALIASES,
-)
+from explorer.measured.al_csv import AL_ALIASES
 from explorer.model.acceptance import al_from_marginal, marginal_from_conditional
-from explorer.specs.measured import AcceptanceCurve, Mechanism, ParseResult
+from explorer.specs.measured import AcceptanceCurve, ParseResult
 
 FORMAT = "position_acceptance_csv"
 
@@ -150,46 +138,14 @@ def parse_text(name: str, text: str) -> ParseResult:
         for j in np.flatnonzero(no_rate):
             col.error("no rate in this row", int(tab.rows[j]), sources[0][1])
 
-    mech_col = find_column(h, MECHANISM_ALIASES)
-    mech_raw = tab.text(mech_col)
-    datasets = tab.text(find_column(h, DATASET_ALIASES))
-    models = tab.text(find_column(h, MODEL_ALIASES))
-    drafters = tab.text(find_column(h, DRAFTER_ALIASES))
-    src_text = tab.text(find_column(h, SOURCE_ALIASES))
-    temp_col = find_column(h, TEMPERATURE_ALIASES)
-    temps_raw = tab.text(temp_col)
     al_col = find_column(h, AL_ALIASES)
     al = parse_numbers(tab, al_col, col, required=False, what="AL") if al_col else None
-
-    mechs: list[Mechanism | None] = []
-    for i, raw in enumerate(mech_raw):
-        mech, _, known = normalize_mechanism(raw)
-        if not known:
-            col.error(unknown_mechanism_message(raw), int(tab.rows[i]), mech_col)
-        mechs.append(mech)
-
-    groups: dict[tuple[str, str, str, str, str], list[int]] = defaultdict(list)
-    for i in range(n_rows):
-        key = (mechs[i] or mech_raw[i], datasets[i], models[i], temps_raw[i], drafters[i])
-        groups[key].append(i)
-
-    curves: list[AcceptanceCurve] = []
-    if too_many_curves(col, len(groups), "curves (distinct mechanism, dataset, model, "
-                       "temperature, drafter)"):
+    groups = curve_groups(tab, col, name, FORMAT)
+    if groups is None:
         return finish(FORMAT, "", col)
-    for group_key, idx in groups.items():
-        mech_name, dataset, model, temp_raw, drafter = group_key
-        row0 = int(tab.rows[idx[0]])
-        temperature = parse_temperature(temp_raw, col, row0, temp_col)
-        label = join_nonempty(
-            [
-                mech_name or "mechanism ?",
-                dataset,
-                model,
-                drafter,
-                f"T={temperature:g}" if temperature is not None else None,
-            ]
-        )
+    curves: list[AcceptanceCurve] = []
+    for group in groups:
+        idx, label = group.rows, group.label
         # kind -> position -> (rate, row index)
         by_kind: dict[Kind, dict[int, tuple[float, int]]] = {"conditional": {}, "marginal": {}}
         field_of: dict[Kind, str] = {}
@@ -279,15 +235,12 @@ def parse_text(name: str, text: str) -> ParseResult:
                 check_al_consistency(
                     col, reported[0], m.tolist(), label=label, field=al_col, row=first_row
                 )
-        mech = mechs[idx[0]]
-        _, style, _ = normalize_mechanism(mech_raw[idx[0]])
+        mech, style = group.mechanism, group.inferred_style
         al_curve = al_from_marginal(m)
         if style == "block":
             draft_lens, als = [n], [float(al_curve[-1])]
         else:
             draft_lens, als = list(range(1, n + 1)), [float(a) for a in al_curve]
-        prov = group_provenance(name, (src_text[i] for i in idx), model, dataset, temperature,
-                                FORMAT, drafter)
         curve = build_curve(
             col,
             label=label,
@@ -295,7 +248,7 @@ def parse_text(name: str, text: str) -> ParseResult:
             draft_style=style,
             draft_lens=draft_lens,
             als=als,
-            provenance=prov,
+            provenance=group.provenance,
             conditional=[float(x) for x in np.clip(c, 0.0, 1.0)],
             fields=["position"] * len(draft_lens),
         )

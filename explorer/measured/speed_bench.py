@@ -24,10 +24,11 @@ import numpy as np
 from explorer.base.limits import MAX_CATEGORIES, MAX_MEASURED_DRAFT_LEN
 from explorer.measured._bounds import over_cap
 from explorer.measured._csv import find_column, normalize_name, parse_numbers, read_csv
+from explorer.measured._curve_groups import MECHANISM_ALIASES
 from explorer.measured._curves import build_curve, too_many_curves
 from explorer.measured._mechanisms import normalize_mechanism, unknown_mechanism_message
 from explorer.measured._problems import Collector, finish
-from explorer.measured.al_csv import D_ALIASES, MECHANISM_ALIASES
+from explorer.measured.al_csv import D_ALIASES
 from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance
 
 FORMAT = "speed_bench_report"

@@ -35,6 +35,7 @@ from explorer.measured._csv import (
     parse_numbers,
     read_csv,
 )
+from explorer.measured._curve_groups import SOURCE_ALIASES
 from explorer.measured._problems import Collector, finish
 from explorer.measured._time_units import (
     TimeColumn,
@@ -42,7 +43,7 @@ from explorer.measured._time_units import (
     find_time_column,
     seconds_of,
 )
-from explorer.measured.al_csv import AL_ALIASES, SOURCE_ALIASES
+from explorer.measured.al_csv import AL_ALIASES
 from explorer.specs.measured import (
     AttentionTimings,
     GemmTimings,

@@ -33,7 +33,11 @@ from explorer.measured._curves import (
     warn_if_marginals_increase,
 )
 from explorer.measured._problems import Collector, finish
-from explorer.model.acceptance import al_from_marginal
+from explorer.model.acceptance import (
+    al_from_marginal,
+    al_std_error_bound,
+    al_std_error_from_marginals,
+)
 from explorer.specs.measured import AcceptanceCurve, ParseResult, Provenance
 
 FORMAT = "vllm_metrics"
@@ -253,6 +257,7 @@ def parse_text(name: str, text: str) -> ParseResult:
                 provenance=prov,
                 conditional=conditional_rates_of(marg),
                 fields=[_pos_field(p) for p in range(k)],
+                std_errors=al_std_error_from_marginals(marg, drafts).tolist(),
             )
         else:
             if mean_len is None:
@@ -279,6 +284,8 @@ def parse_text(name: str, text: str) -> ParseResult:
                 als=[al],
                 provenance=prov,
                 fields=["vllm:spec_decode_num_accepted_tokens"],
+                # the mean and the count only: the widest spread a mean in [0, D] allows
+                std_errors=[al_std_error_bound(al, k, drafts)],
             )
         if curve is not None:
             curves.append(curve)

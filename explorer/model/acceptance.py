@@ -33,6 +33,29 @@ def al_from_marginal(marginal: npt.ArrayLike) -> FloatArray:
     return np.asarray(1.0 + np.cumsum(m, axis=-1), dtype=np.float64)
 
 
+def al_std_error_from_marginals(marginal: npt.ArrayLike, n_drafts: float) -> FloatArray:
+    """Standard error of AL(D), D = 1..len(marginal), from `n_drafts` drafts' marginals.
+
+    K_D, the tokens accepted of the first D, is Σ_{i≤D} 1[K ≥ i]; the indicators are nested
+    (accepting position j means accepting every i < j), so cov(1[K≥i], 1[K≥j]) = m_j(1 − m_i)
+    for i < j and var K_D = Σ_{i≤D} m_i(1 − m_i) + 2 Σ_{i<j≤D} m_j(1 − m_i), exactly. Drafts
+    are taken as independent; drafts of one request are correlated, so this is a lower bound on
+    the spread of a request mix."""
+    m = np.clip(np.asarray(marginal, dtype=np.float64), 0.0, 1.0)
+    j = np.arange(m.size, dtype=np.float64)  # positions before j (0-based)
+    before = np.concatenate([[0.0], np.cumsum(m)[:-1]])  # Σ_{i<j} m_i
+    var = np.cumsum(m * (1.0 - m)) + 2.0 * np.cumsum(m * (j - before))
+    return np.asarray(np.sqrt(np.maximum(var, 0.0) / max(float(n_drafts), 1.0)),
+                      dtype=np.float64)
+
+
+def al_std_error_bound(al: float, draft_len: int, n_drafts: float) -> float:
+    """The largest standard error AL can have at D when only its mean and the count are known:
+    K ∈ [0, D] with mean g = AL − 1 has variance at most g·(D − g)."""
+    g = min(max(al - 1.0, 0.0), float(draft_len))
+    return float(np.sqrt(g * (draft_len - g) / max(float(n_drafts), 1.0)))
+
+
 def al_from_conditional(conditional: npt.ArrayLike) -> FloatArray:
     """AL(D) for D = 1..len(conditional) from conditional per-position rates."""
     return al_from_marginal(marginal_from_conditional(conditional))
@@ -79,6 +102,17 @@ def scaled_al(marginal: npt.ArrayLike, level: npt.ArrayLike) -> FloatArray:
                       dtype=np.float64)
 
 
+# Marginals below this add nothing a user could see to AL; left in, 1/m overflows to inf and the
+# level search multiplies inf by the zero marginals (NaN).
+NEGLIGIBLE_MARGINAL = 1e-9
+
+
+def saturating_level(marginal: FloatArray) -> float:
+    """The smallest level r at which min(1, r·m_i) = 1 for every non-negligible marginal."""
+    usable = marginal[marginal >= NEGLIGIBLE_MARGINAL]
+    return 1.0 / float(usable.min()) if usable.size else 1.0
+
+
 def level_through(marginal: npt.ArrayLike, draft_len: int, gain: npt.ArrayLike,
                   iterations: int = 100) -> FloatArray:
     """The level r with Σ_{i≤D} min(1, r·m_i) = gain (= AL(D) − 1), by vectorized bisection.
@@ -88,8 +122,7 @@ def level_through(marginal: npt.ArrayLike, draft_len: int, gain: npt.ArrayLike,
     """
     m = np.asarray(marginal, dtype=np.float64)[:draft_len]
     g = np.asarray(gain, dtype=np.float64)
-    positive = m[m > 0]
-    hi_value = 1.0 / float(positive.min()) if positive.size else 1.0
+    hi_value = saturating_level(m)
     lo = np.zeros_like(g)
     hi = np.full_like(g, hi_value)
     for _ in range(iterations):  # fixed count: each halves the bracket of every element at once
@@ -109,8 +142,7 @@ def fit_level(marginal: npt.ArrayLike, draft_lens: npt.ArrayLike, als: npt.Array
     m = np.asarray(marginal, dtype=np.float64)
     d = np.asarray(draft_lens, dtype=np.int64)
     y = np.asarray(als, dtype=np.float64)
-    positive = m[: int(d.max())]
-    top = 1.0 / float(positive[positive > 0].min()) if (positive > 0).any() else 1.0
+    top = saturating_level(m[: int(d.max())])
     levels = np.concatenate([[0.0], np.geomspace(1e-3, max(top, 1e-3), grid)])
     table = scaled_al(m[: int(d.max())], levels)  # (grid, D_max + 1)
     sse = ((table[:, d] - y) ** 2).sum(axis=-1)

@@ -126,11 +126,37 @@ def _temperature_of(curve: AcceptanceCurve) -> str:
     return "greedy (T=0)" if t == 0 else f"sampled (T={t:g})"
 
 
-def _block_al(xs: FloatArray, ys: FloatArray, d: FloatArray, name: str, temp: str) -> ALResult:
+NO_COUNTS = "measured points without counts: no interval at measured D"
+
+
+def _measurement_noise(curve: AcceptanceCurve, xs: FloatArray, dd: FloatArray
+                       ) -> tuple[FloatArray | None, str]:
+    """Draws of the measurement error of a curve with standard errors, shape (N_DRAWS, dd):
+    one standard normal per draw scaled by the SE, interpolated between measured D (0 at D=0,
+    the last SE beyond: an extension moves with its anchor). One z for every D because the
+    counts are nested (a draft accepted to position j counts at every i < j)."""
+    if curve.al_std_errors is None:
+        return None, NO_COUNTS
+    se = np.asarray(curve.al_std_errors, dtype=np.float64)
+    se_dd = np.interp(dd, np.concatenate([[0.0], xs]), np.concatenate([[0.0], se]))
+    z = standard_normal(f"counts/{curve.label}")
+    text = (f"measured points from counts: AL ± {se.min():.3g}–{se.max():.3g} (standard "
+            "error; independent drafts assumed, so a lower bound for a request mix)")
+    return se_dd[None, :] * z[:, None], text
+
+
+def _block_al(curve: AcceptanceCurve, xs: FloatArray, ys: FloatArray, d: FloatArray, name: str,
+              temp: str) -> ALResult:
     out = np.where(np.isin(d, xs), np.interp(d, xs, ys), np.nan)
     out = np.where(d == 0, 1.0, out)
+    dd = np.arange(POSITIONS + 1, dtype=np.float64)
+    noise, uncertainty = _measurement_noise(curve, xs, dd)
+    draws = None
+    if noise is not None:
+        draws = np.clip(np.interp(dd, xs, ys)[None, :] + noise, 1.0, 1.0 + dd)
     return ALResult(np.asarray(out, dtype=np.float64), np.zeros_like(d, dtype=bool), name,
-                    uncertainty="measured points without counts: no interval", temperature=temp)
+                    draw_table=draws, draft_index=None if draws is None else _index(d),
+                    uncertainty=uncertainty, temperature=temp)
 
 
 def _extension_draws(al: FloatArray, anchor: float, lo: FloatArray, hi: FloatArray,
@@ -153,7 +179,7 @@ def curve_al(curve: AcceptanceCurve, draft_len: npt.ArrayLike, block: bool,
     xs = np.asarray(curve.draft_lens, dtype=np.float64)
     ys = np.maximum.accumulate(np.asarray(curve.acceptance_lengths, dtype=np.float64))
     if block:
-        return _block_al(xs, ys, d, name, temp)
+        return _block_al(curve, xs, ys, d, name, temp)
     if shape is None:
         from explorer.presets import mechanism_presets
 
@@ -201,9 +227,11 @@ def curve_al(curve: AcceptanceCurve, draft_len: npt.ArrayLike, block: bool,
     sigma = other_family_spread(shape.slug)
     draws = _extension_draws(table, float(ys[-1]), lo, hi, extended, sigma,
                              f"curve/{shape.slug}")
+    noise, uncertainty = _measurement_noise(curve, xs, dd)
+    if noise is not None:
+        draws = np.clip(draws + noise, 1.0, 1.0 + dd)
     idx = _index(d)
     note = name
-    uncertainty = "measured points without counts: no interval at measured D"
     if bool(np.any(extended[idx])):
         measured = ", ".join(f"{x:g}" for x in xs)
         note += f" — measured at D ∈ {{{measured}}}; model-extended elsewhere ({how})"

@@ -180,6 +180,9 @@ class AcceptanceCurve(_Sourced):
     conditional_rates: tuple[float, ...] | None = Field(default=None,
                                                         max_length=MAX_CURVE_POINTS)
     max_supported_draft_len: int | None = None
+    # standard error of AL at each measured D, from the source's counts or per-request values;
+    # None where it gives means only (then the measured points carry no interval)
+    al_std_errors: tuple[float, ...] | None = Field(default=None, max_length=MAX_CURVE_POINTS)
 
     @field_validator("label", mode="before")
     @classmethod
@@ -207,6 +210,12 @@ class AcceptanceCurve(_Sourced):
                 raise ValueError("conditional_rates must lie in [0, 1]")
         if self.max_supported_draft_len is not None and self.max_supported_draft_len < 1:
             raise ValueError("max_supported_draft_len must be >= 1")
+        se = self.al_std_errors
+        if se is not None:
+            if len(se) != len(d):
+                raise ValueError(f"al_std_errors has {len(se)} entries but draft_lens {len(d)}")
+            if not all(math.isfinite(x) and 0.0 <= x <= d_ for x, d_ in zip(se, d, strict=True)):
+                raise ValueError("al_std_errors must be finite and within [0, D]")
         return self
 
     def with_label(self, label: str) -> AcceptanceCurve:

@@ -14,6 +14,7 @@ from explorer.analysis.views import speedup_surface
 from explorer.base.limits import VIEW_MAX_DRAFT_LEN
 from explorer.model.grid import scenario_model
 from explorer.specs.scenario import Scenario
+from explorer.ui.figures import log_ticks, vline
 from explorer.ui.text import plotly_text
 
 FloatArray = npt.NDArray[np.float64]
@@ -36,6 +37,21 @@ class CompareSeries:
     with_spec: ParetoFrontier
     without: ParetoFrontier
     current: tuple[float, float] | None  # (tokens/s per user, per GPU) at the scenario's point
+    # D where an acceptance model, not the evidence, gives AL (a measured curve ends at D=7).
+    model_extended: npt.NDArray[np.bool_] | None = None
+
+    @property
+    def fits(self) -> bool:
+        """Whether any D ≥ 1 fits in memory at the scenario's batch (else nothing to draw)."""
+        return bool(np.isfinite(self.speedup[1:]).any())
+
+    def same_as(self, other: CompareSeries) -> bool:
+        """Identical curves (e.g. the same scenario pinned twice): one would hide the other."""
+        return (self.batch == other.batch and self.draft_len == other.draft_len
+                and np.array_equal(self.speedup, other.speedup, equal_nan=True)
+                and np.array_equal(self.acceptance_length, other.acceptance_length,
+                                   equal_nan=True)
+                and self.with_spec == other.with_spec and self.without == other.without)
 
 
 def compare_series(label: str, scenario: Scenario, current: tuple[float, float] | None = None,
@@ -48,7 +64,30 @@ def compare_series(label: str, scenario: Scenario, current: tuple[float, float] 
         label=label, batch=scenario.batch, draft_len=scenario.draft_len, d=surface.y,
         speedup=np.asarray(surface.z[:, 0], dtype=np.float64),
         acceptance_length=np.asarray(al.acceptance_length, dtype=np.float64),
-        al_source=al.provenance, with_spec=with_spec, without=without, current=current)
+        al_source=al.provenance, with_spec=with_spec, without=without, current=current,
+        model_extended=np.asarray(al.extrapolated, dtype=bool))
+
+
+def _style(series: Sequence[CompareSeries], i: int) -> tuple[str, str, str]:
+    """(label, line dash, legend note) of series i: a series identical to an earlier one is
+    drawn dashed and named so, one that does not fit is named so (nothing to draw)."""
+    s = series[i]
+    label = plotly_text(s.label)
+    twin = next((j for j in range(i) if series[j].same_as(s)), None)
+    if twin is not None:
+        return label, "dash", f" (identical to {plotly_text(series[twin].label)})"
+    if not s.fits:
+        return label, "solid", f" — does not fit in memory at B={s.batch}: not drawn"
+    return label, "solid", ""
+
+
+def _split(y: FloatArray, extended: npt.NDArray[np.bool_] | None
+           ) -> tuple[FloatArray, FloatArray | None]:
+    """(within the evidence, model-extended) parts of a curve, joined at the last solid point."""
+    if extended is None or not extended.any():
+        return y, None
+    joined = extended | np.concatenate([extended[1:], [False]])
+    return np.where(extended, np.nan, y), np.where(joined, y, np.nan)
 
 
 def _f32(a: npt.ArrayLike) -> npt.NDArray[np.float32]:
@@ -66,11 +105,20 @@ def speedup_overlay(series: Sequence[CompareSeries]) -> go.Figure:
     """Speedup vs D, each scenario at its own batch; its chosen D marked."""
     fig = go.Figure()
     for i, s in enumerate(series):
-        color, label = COLORS[i % len(COLORS)], plotly_text(s.label)
+        color = COLORS[i % len(COLORS)]
+        label, dash, note = _style(series, i)
+        solid, extended = _split(s.speedup, s.model_extended)
         fig.add_trace(go.Scatter(
-            x=_f32(s.d), y=_f32(s.speedup), mode="lines", name=f"{label} (B={s.batch})"[:70],
-            line={"color": color, "width": 2}, legendgroup=str(i),
+            x=_f32(s.d), y=_f32(solid) if s.fits else [None], mode="lines",
+            name=f"{label} (B={s.batch})"[:70] + note,
+            line={"color": color, "width": 2, "dash": dash}, legendgroup=str(i),
             hovertemplate="D=%{x}<br>speedup %{y:.3f}×<extra>" + label[:30] + "</extra>"))
+        if extended is not None and s.fits:
+            fig.add_trace(go.Scatter(
+                x=_f32(s.d), y=_f32(extended), mode="lines", showlegend=False,
+                legendgroup=str(i), line={"color": color, "width": 1, "dash": "dot"},
+                hovertemplate="D=%{x}<br>speedup %{y:.3f}× (AL model-extended)<extra>"
+                + label[:30] + "</extra>"))
         y = _at(s.d, s.speedup, s.draft_len)
         if y is not None:
             fig.add_trace(go.Scatter(
@@ -91,11 +139,16 @@ def pareto_overlay(series: Sequence[CompareSeries], slo: float | None = None) ->
     """Each scenario's frontier with speculation (solid) and without (dotted)."""
     fig = go.Figure()
     for i, s in enumerate(series):
-        color, label = COLORS[i % len(COLORS)], plotly_text(s.label)
+        color = COLORS[i % len(COLORS)]
+        label, dash, note = _style(series, i)
+        if not s.with_spec.batch:
+            note = " — no point fits in memory: not drawn"
         fig.add_trace(go.Scatter(
-            x=_f32(s.with_spec.tokens_per_s_per_user), y=_f32(s.with_spec.tokens_per_s_per_gpu),
-            mode="lines+markers", name=f"{label}: with speculation"[:70], legendgroup=str(i),
-            line={"color": color, "width": 2}, marker={"size": 4},
+            x=_f32(s.with_spec.tokens_per_s_per_user) if s.with_spec.batch else [None],
+            y=_f32(s.with_spec.tokens_per_s_per_gpu) if s.with_spec.batch else [None],
+            mode="lines+markers", name=f"{label}: with speculation"[:70] + note,
+            legendgroup=str(i), line={"color": color, "width": 2, "dash": dash},
+            marker={"size": 4},
             customdata=np.stack([s.with_spec.batch, s.with_spec.draft_len], axis=-1)
             if s.with_spec.batch else None,
             hovertemplate="B=%{customdata[0]}, D=%{customdata[1]}<br>%{x:.1f} tok/s/user<br>"
@@ -112,16 +165,18 @@ def pareto_overlay(series: Sequence[CompareSeries], slo: float | None = None) ->
                 hovertemplate=f"this scenario: B={s.batch}, D={s.draft_len}<br>"
                 "%{x:.1f} tok/s/user<br>%{y:.0f} tok/s/GPU<extra></extra>"))
     if slo:
-        x = float(np.log10(slo))
-        fig.update_layout(
-            shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0,
-                     "y1": 1, "line": {"color": "orange", "dash": "dash", "width": 1}}],
-            annotations=[{"x": x, "y": 1, "xref": "x", "yref": "paper", "showarrow": False,
-                          "text": f"SLO {slo:g} tok/s/user", "font": {"size": 9},
-                          "yanchor": "bottom"}])
+        slo_line, slo_note = vline(float(slo), f"SLO {slo:g} tok/s/user", color="orange",
+                                   dash="dash", log_x=True)
+        fig.update_layout(shapes=[slo_line], annotations=[slo_note])
+    xs = [x for s in series for x in (*s.with_spec.tokens_per_s_per_user,
+                                      *s.without.tokens_per_s_per_user)] + ([slo] if slo else [])
+    ys = [y for s in series for y in (*s.with_spec.tokens_per_s_per_gpu,
+                                      *s.without.tokens_per_s_per_gpu)]
     fig.update_layout(title="Pareto frontiers: throughput per GPU vs speed per user",
-                      xaxis={"title": "tokens/s per user (interactivity, log)", "type": "log"},
-                      yaxis={"title": "tokens/s per GPU (throughput, log)", "type": "log"},
+                      xaxis={"title": "tokens/s per user (interactivity, log)", "type": "log",
+                             **log_ticks(xs)},
+                      yaxis={"title": "tokens/s per GPU (throughput, log)", "type": "log",
+                             **log_ticks(ys)},
                       **_LAYOUT)
     return fig
 
@@ -130,14 +185,25 @@ def al_overlay(series: Sequence[CompareSeries]) -> go.Figure:
     """AL vs D from each scenario's own source; its chosen D marked."""
     fig = go.Figure()
     for i, s in enumerate(series):
-        color, label = COLORS[i % len(COLORS)], plotly_text(s.label)
+        color = COLORS[i % len(COLORS)]
+        label, dash, note = _style(series, i)
+        note = note if "identical" in note else ""  # AL does not depend on memory
+        solid, extended = _split(s.acceptance_length, s.model_extended)
         fig.add_trace(go.Scatter(
-            x=_f32(s.d), y=_f32(s.acceptance_length), mode="lines+markers",
-            name=label[:70], legendgroup=str(i), line={"color": color, "width": 2},
+            x=_f32(s.d), y=_f32(solid), mode="lines+markers",
+            name=label[:70] + note, legendgroup=str(i),
+            line={"color": color, "width": 2, "dash": dash},
             marker={"size": 4},
             hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>"
             + plotly_text(s.al_source[:140].replace("%", "%%"))
             + "<extra>" + label[:30] + "</extra>"))
+        if extended is not None:
+            fig.add_trace(go.Scatter(
+                x=_f32(s.d), y=_f32(extended), mode="lines", legendgroup=str(i),
+                name=f"{label}: model-extended (beyond the evidence)"[:80],
+                line={"color": color, "width": 1, "dash": "dot"},
+                hovertemplate="D=%{x}<br>AL=%{y:.2f} (model-extended)<extra>" + label[:30]
+                + "</extra>"))
         y = _at(s.d, s.acceptance_length, s.draft_len)
         if y is not None:
             fig.add_trace(go.Scatter(

@@ -8,26 +8,20 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer.analysis.evaluate import Evaluation, evaluate
+from explorer.analysis.evaluate import Evaluation
 from explorer.analysis.fallbacks import with_fallbacks
-from explorer.analysis.frontier import best_draft_len, pareto
-from explorer.analysis.recommend import Recommendation, recommend
-from explorer.analysis.targets import OperatingPoint, operating_point, slo_answer, token_cost
-from explorer.analysis.views import (
-    al_curves,
-    gemm_efficiency,
-    group_surface,
-    speedup_surface,
-    tile_steps,
-    time_breakdown,
-)
+from explorer.analysis.frontier import break_even_text
+from explorer.analysis.recommend import Recommendation
+from explorer.analysis.targets import OperatingPoint, slo_answer, token_cost
 from explorer.base.errors import ScenarioError
+from explorer.interfaces import view_state as us
 from explorer.interfaces.view_state import view_scenario
 from explorer.presets import mechanism_presets
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
-from explorer.ui import data_page, export_panel, figures
+from explorer.ui import data_page, export_panel
+from explorer.ui import explorer_charts as charts
 from explorer.ui.text import md_text
 
 
@@ -35,7 +29,14 @@ def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = No
                    overrides: HardwareOverrides | None = None) -> tuple[Scenario, list[str]]:
     """The scenario to show; a field the model rejects is named and reset (analysis.fallbacks)."""
     notes: list[str] = []
-    if values.get("acc") == "upload" and uploaded is None:
+    mech = values.get("mech")
+    if values.get("acc") == "upload" and uploaded is not None and uploaded.mechanism \
+            and mech and uploaded.mechanism != mech:
+        # A curve measured for one drafter says nothing about another's acceptance.
+        notes.append(f"AL source 'upload': your curve is for {uploaded.mechanism}, not {mech} — "
+                     f"using the {mech} prior (switch back to use your curve).")
+        uploaded = None
+    elif values.get("acc") == "upload" and uploaded is None:
         notes.append("AL source 'upload': no uploaded curve yet (Measured data page) — "
                      "using the mechanism prior.")
     sc, rejected = view_scenario(values, uploaded)
@@ -51,23 +52,8 @@ def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = No
     return sc, notes + [f.note for f in fallbacks]
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def _evaluate(js: str) -> tuple[Evaluation, Recommendation]:
-    sc = Scenario.model_validate_json(js)
-    return evaluate(sc), recommend(sc)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _views(js: str) -> dict[str, Any]:
-    sc = Scenario.model_validate_json(js)
-    with_spec, without = pareto(sc)
-    return {
-        "surface": speedup_surface(sc), "group": group_surface(sc),
-        "best": best_draft_len(sc), "pareto": (with_spec, without),
-        "tiles_current": tile_steps(sc),
-        "tiles_article": tile_steps(sc, groups=(8, 32), contexts=(32768, 131072)),
-        "gemm": gemm_efficiency(sc), "al": al_curves(sc), "time": time_breakdown(sc),
-    }
+    return charts.evaluation(js)
 
 
 def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
@@ -96,7 +82,6 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         st.warning(n, icon=":material/warning:")
     js = sc.model_dump_json()
     ev, rec = _evaluate(js)
-    v = _views(js)
 
     c = st.columns(5)
     band = (f"80%: {_fmt(ev.speedup_low)}–{_fmt(ev.speedup_high)}×"
@@ -137,14 +122,12 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     else:
         st.error("**No mechanism fits in memory at this operating point.**\n\n"
                  + "\n".join(f"- {md_text(h)}" for h in rec.fit_hints))
-    bd = v["best"]
-    be, max_b = bd.break_even_batch, bd.max_batch_in_memory
+    bd = charts.best(js)
+    max_b = bd.max_batch_in_memory
     st.markdown(
-        f"**Break-even batch** for {sc.mechanism}: "
-        + (f"speculation stops paying from **B ≈ {be}**" if be else
-           f"speculation pays at every B from {bd.batch[0]} to {bd.batch[-1]}")
-        + (f"; at S={sc.context // 1024}K the largest batch that fits in memory is "
-           f"**B = {max_b}**." if max_b else "; no batch fits in memory at this context.")
+        f"**Break-even batch** for {sc.mechanism}: " + break_even_text(bd)
+        + (f". At S={sc.context // 1024}K the largest batch that fits in memory is "
+           f"**B = {max_b}**." if max_b else ". No batch fits in memory at this context.")
     )
     with st.container(border=True):
         st.subheader("The five guidelines, evaluated here")
@@ -152,113 +135,174 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
             mark = "▶" if g.applies else "·"
             st.markdown(f"{mark} **{g.id}. {g.title}** — {g.text}")
 
-    tabs = st.tabs(["Speedup surface", "Tile steps", "GEMM efficiency", "AL vs D", "Pareto & SLO",
-                    "Where the time goes", "Mechanisms", "Sources", "Export"])
-    cur = (float(sc.batch), float(sc.draft_len))
-    figs: dict[str, Any] = {}  # every chart built below, for the Export tab
-    with tabs[0]:
-        left, right = st.columns(2)
-        left.plotly_chart(_keep(figs, "speedup_heatmap", figures.speedup_heatmap(
-            v["surface"], cur, f"Speedup over (B, D): {sc.mechanism} on {sc.hardware}")),
-            width="stretch", key="fig_surface_heatmap")
-        right.plotly_chart(_keep(figs, "speedup_surface_3d", figures.speedup_surface_3d(
-            v["surface"], cur, ev.speedup, "Speedup surface (3D)")), width="stretch",
-            key="fig_surface_3d")
-        st.plotly_chart(_keep(figs, "group_heatmap", figures.group_heatmap(
-            v["group"], (ev.group, float(sc.draft_len)),
-            f"Speedup over (G, D) at B={sc.batch}, S={sc.context // 1024}K")),
-            width="stretch", key="fig_group")
-    with tabs[1]:
-        norm = st.toggle("Normalized throughput", value=True, key="tile_norm")
-        st.plotly_chart(_keep(figs, "tile_steps_current", figures.tile_steps_figure(
-            v["tiles_current"], sc.draft_len, norm)), width="stretch", key="fig_tiles_current")
-        st.caption("The article's attention figure: G=8 vs G=32 at 32K and 128K context.")
-        st.plotly_chart(_keep(figs, "tile_steps_article", figures.tile_steps_figure(
-            v["tiles_article"], sc.draft_len, norm)), width="stretch", key="fig_tiles_article")
-    with tabs[2]:
-        curves, ridge = v["gemm"]
-        m = _model_hw(sc)
-        st.plotly_chart(_keep(figs, "gemm_efficiency", figures.gemm_figure(
-            curves, ridge, m[0], m[1])), width="stretch", key="fig_gemm")
-    with tabs[3]:
-        st.plotly_chart(_keep(figs, "al_vs_d", figures.al_figure(v["al"], sc.mechanism)),
-                        width="stretch", key="fig_al")
-    with tabs[4]:
-        with_spec, without = v["pareto"]
-        slo = float(values.get("slo") or 0)
-        st.plotly_chart(_keep(figs, "pareto", figures.pareto_figure(
-            with_spec, without, operating_point(ev),
-            (ev.baseline_tokens_per_s_per_user, ev.baseline_tokens_per_s_per_gpu), slo)),
-            width="stretch", key="fig_pareto")
-        if slo > 0:
-            answer = slo_answer(with_spec, without, slo)
-            st.markdown(f"At ≥ **{slo:g} tokens/s per user**: with speculation "
-                        f"**{_slo_text(answer.with_speculation, True)}**; without: "
-                        f"**{_slo_text(answer.without_speculation, False)}**.")
-        cost = token_cost(float(values.get("usd") or 0), ev)
-        if cost is not None and cost.with_speculation_usd_per_million_tokens is not None:
-            st.markdown(f"Cost at this point (your ${cost.usd_per_gpu_hour:g}/GPU-hour): "
-                        f"**${cost.with_speculation_usd_per_million_tokens:,.3f} per million "
-                        "tokens** with speculation, "
-                        f"{_usd(cost.without_speculation_usd_per_million_tokens)} without.")
-        st.dataframe(pd.DataFrame({"B": bd.batch, "best D": bd.best_draft_len,
-                                   "speedup": np.round(bd.best_speedup, 3),
-                                   "AL": np.round(bd.acceptance_length, 2)}),
-                     hide_index=True, height=220)
-    with tabs[5]:
-        st.plotly_chart(_keep(figs, "time_breakdown", figures.breakdown_figure(v["time"])),
-                        width="stretch", key="fig_time")
-        st.caption(f"Attention is {ev.attention_fraction:.0%} of T_verif without speculation.")
-    with tabs[6]:
-        rows = [{"mechanism": o.mechanism_name, "D": o.draft_len, "speedup ×": round(o.speedup, 3),
-                 "80% band": f"{_fmt(o.speedup_low)}–{_fmt(o.speedup_high)}",
-                 "wins in (draws)": f"{o.win_share:.0%}",
-                 "AL": round(o.acceptance_length, 2),
-                 "AL model-extended": o.acceptance_model_extended,
-                 "AL evidence": o.acceptance_evidence,
-                 "drafter": o.availability,
-                 "T_draft (ms)": round(o.t_draft_s * 1e3, 3),
-                 "AL gain ×": round(o.acceptance_length, 3),
-                 "verify-cost ×": round(o.verify_cost_factor, 3),
-                 "draft-cost ×": round(o.draft_cost_factor, 3),
-                 "costs most": o.limiting_term,
-                 "draft share of step": f"{o.draft_overhead_fraction:.0%}",
-                 "training": o.training,
-                 "extra memory (GB/GPU)": round(o.extra_memory_bytes / 1e9, 2),
-                 "fits": o.fits_in_memory} for o in _best_per_mechanism(rec)]
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
-        best_each = _best_per_mechanism(rec)
-        if rec.ranking:
-            st.plotly_chart(_keep(figs, "speedup_bands", figures.speedup_band_figure(
-                _band_series(rec), sc.batch)), width="stretch", key="fig_bands")
-        if best_each:
-            st.plotly_chart(_keep(figs, "speedup_split", figures.speedup_split_figure(
-                [o.mechanism_name for o in best_each], [o.acceptance_length for o in best_each],
-                [o.verify_cost_factor for o in best_each],
-                [o.draft_cost_factor for o in best_each])), width="stretch", key="fig_split")
-            st.caption("speedup = AL × T_verif(B)/T_verif(B·(1+D)) × T_verif(B·(1+D)) / "
-                       "(T_verif(B·(1+D)) + T_draft): the AL gain, what verifying 1+D tokens "
-                       "per sequence costs, and what drafting costs. "
-                       + " ".join(f"{md_text(o.mechanism_name)}: {o.limiting_term} costs most "
-                                  f"(×{min(o.verify_cost_factor, o.draft_cost_factor):.2f})."
-                                  for o in best_each))
-        for o in best_each:
-            st.caption(f"**{md_text(o.mechanism_name)}** — {md_text(o.availability_detail)}")
-        for slug, why in rec.unavailable.items():
-            st.caption(f"**{md_text(_mechanism_name(slug))}: unavailable, not ranked** — "
-                       f"{md_text(why)}")
-    with tabs[7]:
-        st.markdown("Where each number comes from:")
-        st.markdown(f"- **AL evidence**: {md_text(ev.acceptance_evidence)}; decoding "
-                    f"(temperature): {md_text(ev.acceptance_temperature or 'not stated')}; "
-                    f"interval: {md_text(ev.acceptance_uncertainty)}")
-        for k, text in ev.sources.items():
-            st.markdown(f"- **{k}**: {md_text(text)}" if text else f"- **{k}**: —")
-        st.caption("Fixed modelling assumptions: 9 kernels per layer; 2 all-reduces per layer "
-                   "under TP; uniform MoE routing (upper bound on experts touched); attention "
-                   "tiles of 128 query rows per KV head (the article's kernels).")
-    with tabs[8]:
-        export_panel.render(sc, figs)
+    _view_switcher(sc, js, ev, rec, values)
+
+
+VIEW_LABELS = {
+    "surface": "Speedup surface", "tiles": "Tile steps", "gemm": "GEMM efficiency",
+    "al": "AL vs D", "pareto": "Pareto & SLO", "time": "Where the time goes",
+    "mechanisms": "Mechanisms", "sources": "Sources", "export": "Export",
+}
+SHOW_3D_KEY = "show_3d"
+TILE_NORM_KEY = "tile_norm"
+
+
+def _view_switcher(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+                   values: dict[str, Any]) -> None:
+    """One view at a time: only its data is computed, its charts built, sent and drawn. The
+    choice is bound to the link (`vw`, explorer/interfaces/view_state.py); a link without it
+    opens the default view."""
+    if us.VIEW_KEY not in st.session_state:  # the session's first look at this page: the link
+        linked = st.query_params.get(us.VIEW_KEY)
+        st.session_state[us.VIEW_KEY] = linked if linked in us.VIEWS else us.DEFAULT_VIEW
+        if linked is not None and linked not in us.VIEWS:  # named by the link's warnings
+            del st.query_params[us.VIEW_KEY]
+    # Not bind="query-params": a bound widget writes its label ("Pareto & SLO") into the link;
+    # the link keeps the short slug, written when the view changes (_view_to_url).
+    view = st.segmented_control(
+        "View", us.VIEWS, key=us.VIEW_KEY, required=True, on_change=_view_to_url,
+        format_func=lambda v: VIEW_LABELS.get(v, v), label_visibility="collapsed",
+        width="stretch", persist_state="session")
+    view = view if view in us.VIEWS else us.DEFAULT_VIEW
+    {"surface": _surface_view, "tiles": _tiles_view, "gemm": _gemm_view, "al": _al_view,
+     "pareto": _pareto_view, "time": _time_view, "mechanisms": _mechanisms_view,
+     "sources": _sources_view, "export": _export_view}[view](sc, js, ev, rec, values)
+
+
+def _view_to_url() -> None:
+    """Runs before the rerun the click starts, with the browser's query string of that moment."""
+    view = st.session_state.get(us.VIEW_KEY)
+    if view == us.DEFAULT_VIEW or view not in us.VIEWS:
+        if us.VIEW_KEY in st.query_params:
+            del st.query_params[us.VIEW_KEY]
+    else:
+        st.query_params[us.VIEW_KEY] = view
+
+
+def _chart(js: str, name: str, options: charts.Options = ()) -> None:
+    fig = charts.chart(js, name, options)
+    if fig is not None:
+        st.plotly_chart(fig, width="stretch", key=f"fig_{name}")
+
+
+def _surface_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+                  values: dict[str, Any]) -> None:
+    _chart(js, "speedup_heatmap")
+    _surface_3d(js)
+    _chart(js, "group_heatmap")
+
+
+@st.fragment
+def _surface_3d(js: str) -> None:
+    """The WebGL surface only on request (a fragment: the toggle reruns only this)."""
+    if st.toggle("Show the 3D surface (WebGL)", key=SHOW_3D_KEY, value=False):
+        _chart(js, "speedup_surface_3d")
+
+
+@st.fragment
+def _tiles_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+                values: dict[str, Any]) -> None:
+    norm = st.toggle("Normalized throughput", value=True, key=TILE_NORM_KEY)
+    _chart(js, "tile_steps_current", (("normalized", norm),))
+    st.caption("The article's attention figure: G=8 vs G=32 at 32K and 128K context.")
+    _chart(js, "tile_steps_article", (("normalized", norm),))
+
+
+def _gemm_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+               values: dict[str, Any]) -> None:
+    _chart(js, "gemm_efficiency")
+
+
+def _al_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+             values: dict[str, Any]) -> None:
+    _chart(js, "al_vs_d")
+
+
+def _pareto_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+                 values: dict[str, Any]) -> None:
+    slo = float(values.get("slo") or 0)
+    _chart(js, "pareto", (("slo", slo),))
+    with_spec, without = charts.data(js, "pareto")
+    if slo > 0:
+        answer = slo_answer(with_spec, without, slo)
+        st.markdown(f"At ≥ **{slo:g} tokens/s per user**: with speculation "
+                    f"**{_slo_text(answer.with_speculation, True)}**; without: "
+                    f"**{_slo_text(answer.without_speculation, False)}**.")
+    cost = token_cost(float(values.get("usd") or 0), ev)
+    if cost is not None and cost.with_speculation_usd_per_million_tokens is not None:
+        st.markdown(f"Cost at this point (your ${cost.usd_per_gpu_hour:g}/GPU-hour): "
+                    f"**${cost.with_speculation_usd_per_million_tokens:,.3f} per million "
+                    "tokens** with speculation, "
+                    f"{_usd(cost.without_speculation_usd_per_million_tokens)} without.")
+    bd = charts.best(js)
+    st.dataframe(pd.DataFrame({"B": bd.batch, "best D": bd.best_draft_len,
+                               "speedup": np.round(bd.best_speedup, 3),
+                               "AL": np.round(bd.acceptance_length, 2)}),
+                 hide_index=True, height=220)
+
+
+def _time_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+               values: dict[str, Any]) -> None:
+    _chart(js, "time_breakdown")
+    st.caption(f"Attention is {ev.attention_fraction:.0%} of T_verif without speculation.")
+
+
+def _mechanisms_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+                     values: dict[str, Any]) -> None:
+    best_each = charts.best_per_mechanism(rec)
+    rows = [{"mechanism": o.mechanism_name, "D": o.draft_len, "speedup ×": round(o.speedup, 3),
+             "80% band": f"{_fmt(o.speedup_low)}–{_fmt(o.speedup_high)}",
+             "wins in (draws)": f"{o.win_share:.0%}",
+             "AL": round(o.acceptance_length, 2),
+             "AL model-extended": o.acceptance_model_extended,
+             "AL evidence": o.acceptance_evidence,
+             "drafter": o.availability,
+             "T_draft (ms)": round(o.t_draft_s * 1e3, 3),
+             "AL gain ×": round(o.acceptance_length, 3),
+             "verify-cost ×": round(o.verify_cost_factor, 3),
+             "draft-cost ×": round(o.draft_cost_factor, 3),
+             "costs most": o.limiting_term,
+             "draft share of step": f"{o.draft_overhead_fraction:.0%}",
+             "training": o.training,
+             "extra memory (GB/GPU)": round(o.extra_memory_bytes / 1e9, 2),
+             "fits": o.fits_in_memory} for o in best_each]
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    _chart(js, "speedup_bands")
+    if best_each:
+        _chart(js, "speedup_split")
+        st.caption("speedup = AL × T_verif(B)/T_verif(B·(1+D)) × T_verif(B·(1+D)) / "
+                   "(T_verif(B·(1+D)) + T_draft): the AL gain, what verifying 1+D tokens "
+                   "per sequence costs, and what drafting costs. "
+                   + " ".join(f"{md_text(o.mechanism_name)}: {o.limiting_term} costs most "
+                              f"(×{min(o.verify_cost_factor, o.draft_cost_factor):.2f})."
+                              for o in best_each))
+    for o in best_each:
+        st.caption(f"**{md_text(o.mechanism_name)}** — {md_text(o.availability_detail)}")
+    for slug, why in rec.unavailable.items():
+        st.caption(f"**{md_text(_mechanism_name(slug))}: unavailable, not ranked** — "
+                   f"{md_text(why)}")
+
+
+def _sources_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+                  values: dict[str, Any]) -> None:
+    st.markdown("Where each number comes from:")
+    st.markdown(f"- **AL evidence**: {md_text(ev.acceptance_evidence)}; decoding "
+                f"(temperature): {md_text(ev.acceptance_temperature or 'not stated')}; "
+                f"interval: {md_text(ev.acceptance_uncertainty)}")
+    for k, text in ev.sources.items():
+        st.markdown(f"- **{k}**: {md_text(text)}" if text else f"- **{k}**: —")
+    st.caption("Fixed modelling assumptions: 9 kernels per layer; 2 all-reduces per layer "
+               "under TP; uniform MoE routing (upper bound on experts touched); attention "
+               "tiles of 128 query rows per KV head (the article's kernels).")
+
+
+def _export_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+                 values: dict[str, Any]) -> None:
+    norm = (("normalized", bool(st.session_state.get(TILE_NORM_KEY, True))),)
+    options: dict[str, charts.Options] = {
+        "tile_steps_current": norm, "tile_steps_article": norm,
+        "pareto": (("slo", float(values.get("slo") or 0)),)}
+    export_panel.render(sc, charts.all_charts(js, options))
 
 
 APPLY_KEY = "apply_recommendation"
@@ -299,41 +343,8 @@ def _usd(x: float | None) -> str:
     return "n/a" if x is None else f"${x:,.3f}"
 
 
-def _keep(figs: dict[str, Any], name: str, fig: Any) -> Any:
-    """Remember a chart for the Export tab and pass it on."""
-    figs[name] = fig
-    return fig
-
-
-def _best_per_mechanism(rec: Recommendation) -> list[Any]:
-    seen: dict[str, Any] = {}
-    for o in rec.ranking:
-        seen.setdefault(o.mechanism, o)
-    return list(seen.values())
-
-
-def _band_series(rec: Recommendation) -> list[Any]:
-    """Per ranked mechanism: D, speedup and its 80 % band, in D order."""
-    by_mech: dict[str, list[Any]] = {}
-    for o in rec.ranking:
-        by_mech.setdefault(o.mechanism, []).append(o)
-    out = []
-    for slug, opts in by_mech.items():
-        opts.sort(key=lambda o: o.draft_len)
-        out.append((slug, opts[0].mechanism_name, [o.draft_len for o in opts],
-                    [o.speedup for o in opts],
-                    [o.speedup_low if o.speedup_low is not None else o.speedup for o in opts],
-                    [o.speedup_high if o.speedup_high is not None else o.speedup for o in opts]))
-    return out
-
-
 def _mechanism_name(slug: str) -> str:
     mech = mechanism_presets().get(slug)
     return mech.name if mech is not None else slug
 
 
-def _model_hw(sc: Scenario) -> tuple[float, str]:
-    from explorer.model.grid import scenario_model
-
-    hw = scenario_model(sc).r.hardware
-    return hw.peak_flops_per_s(sc.dtype) * hw.gemm_compute_efficiency / 1e12, hw.name

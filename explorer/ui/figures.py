@@ -25,12 +25,18 @@ _LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "hovermode": "closest
            "legend": {"orientation": "h", "y": -0.28}}
 
 
-def _vline(x: float, text: str, color: str = "gray", dash: str = "dot",
-           angle: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A vertical line and its label as plain layout dicts (Figure.add_vline is ~30 ms each)."""
+def vline(x: float, text: str, color: str = "gray", dash: str = "dot",
+          angle: int = 0, log_x: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A vertical line and its label as plain layout dicts (Figure.add_vline is ~30 ms each).
+
+    On a log axis plotly.js places shapes in data coordinates but annotations in log10 ones
+    (plotly 7 / plotly.js 3 layout reference: `annotations[].x` "If the axis type is log, then
+    you must take the log"; `shapes[].x0` has no such rule) — so the label is moved, not the
+    line."""
     shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
              "line": {"color": color, "dash": dash, "width": 1}}
-    note = {"x": x, "y": 1, "xref": "x", "yref": "paper", "text": text, "showarrow": False,
+    note = {"x": float(np.log10(x)) if log_x else x, "y": 1, "xref": "x", "yref": "paper",
+            "text": text, "showarrow": False,
             "textangle": angle, "font": {"size": 9}, "yanchor": "top" if angle else "bottom"}
     return shape, note
 
@@ -39,51 +45,87 @@ def _add_lines(fig: go.Figure, lines: list[tuple[dict[str, Any], dict[str, Any]]
     fig.update_layout(shapes=[s for s, _ in lines], annotations=[a for _, a in lines])
 
 
+# The AL chart has a dozen entries: beside the plot, where they cannot cover the axis title.
+AL_LEGEND = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top",
+             "font": {"size": 10}}
+SLOWER, EVEN, FASTER = "#b2182b", "#f7f7f7", "#2166ac"
+
+
+def speedup_colors(z: np.ndarray) -> dict[str, Any]:
+    """A colour scale for speedups: 0 red, 1 white (break-even), the top blue. plotly's `zmid`
+    mirrors the range around 1, so its colour bar ran into negative speedups; here the bar runs
+    from 0 and white sits at 1 (a top below 1 still gets a bar to 2)."""
+    finite = np.asarray(z, dtype=np.float64)[np.isfinite(z)]
+    top = max(2.0, float(finite.max()) if finite.size else 2.0)
+    mid = 1.0 / top
+    return {"colorscale": [[0.0, SLOWER], [mid, EVEN], [1.0, FASTER]], "zmin": 0.0, "zmax": top}
+
+
+def log_ticks(values: Any) -> dict[str, Any]:
+    """Tick values for a log axis over these values: 1-2-5 per decade over at most two decades,
+    decades only beyond (plotly's own minor labels crowd on a narrow chart)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return {}
+    lo, hi = int(np.floor(np.log10(v.min()))), int(np.ceil(np.log10(v.max())))
+    steps = (1, 2, 5) if hi - lo <= 2 else (1,)
+    ticks = [m * 10.0**e for e in range(lo, hi + 1) for m in steps]
+    return {"tickvals": ticks, "ticktext": [f"{t:,.{max(0, -e)}f}" for t, e in
+                                            ((t, int(np.floor(np.log10(t)))) for t in ticks)]}
+
+
 def _f32(a: np.ndarray) -> np.ndarray:
     """Compact figure payloads: float32 is plenty for display."""
     return np.asarray(a, dtype=np.float32)
 
 
 def speedup_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.Figure:
-    x_idx = np.arange(len(s.x))
+    # Batches where nothing fits in memory are not drawn (at 128K context only B ≤ 9 may fit:
+    # an axis to 4096 would be mostly blank); the chart says where it stops.
+    fits = np.isfinite(s.z).any(axis=0)
+    n = int(np.nonzero(fits)[0][-1]) + 1 if fits.any() else len(s.x)
+    bx, z, best_y = s.x[:n], s.z[:, :n], s.best_y[:n]
+    x_idx = np.arange(n)
     fig = go.Figure()
     fig.add_trace(go.Heatmap(
-        x=x_idx, y=_f32(s.y), z=_f32(s.z), colorscale="RdBu", zmid=1.0,
+        x=x_idx, y=_f32(s.y), z=_f32(z), **speedup_colors(z),
         colorbar={"title": "speedup ×"},
-        customdata=np.broadcast_to(s.x.astype(np.int32), s.z.shape),
+        customdata=np.broadcast_to(bx.astype(np.int32), z.shape),
         hovertemplate="B=%{customdata}<br>D=%{y}<br>speedup %{z:.2f}×<extra></extra>",
     ))
     fig.add_trace(go.Contour(
-        x=x_idx, y=_f32(s.y), z=_f32(s.z), contours={"start": 1, "end": 1, "coloring": "none",
-                                                     "showlabels": True},
+        x=x_idx, y=_f32(s.y), z=_f32(z), contours={"start": 1, "end": 1, "coloring": "none",
+                                                   "showlabels": True},
         line={"color": "black", "width": 2, "dash": "dash"}, showscale=False,
         name="speedup = 1", hoverinfo="skip", showlegend=True,
     ))
     fig.add_trace(go.Scatter(
-        x=x_idx, y=_f32(s.best_y), mode="lines", line={"color": "gold", "width": 3},
-        name="best D per B", customdata=s.x.astype(np.int32),
+        x=x_idx, y=_f32(best_y), mode="lines", line={"color": "gold", "width": 3},
+        name="best D per B", customdata=bx.astype(np.int32),
         hovertemplate="B=%{customdata}: best D=%{y}<extra>ridge</extra>",
     ))
-    cx = float(np.argmin(np.abs(np.log(s.x) - np.log(current[0]))))
-    fig.add_trace(go.Scatter(
-        x=[cx], y=[current[1]], mode="markers", name="current point",
-        marker={"symbol": "x", "size": 14, "color": "lime", "line": {"width": 2}},
-        hovertemplate=f"B={current[0]:g}, D={current[1]:g}<extra>current</extra>",
-    ))
-    no_fit = np.nonzero(~np.isfinite(s.z).any(axis=0))[0]
-    if no_fit.size:
-        x0 = float(no_fit[0]) - 0.5
-        fig.update_layout(
-            shapes=[{"type": "rect", "xref": "x", "yref": "paper", "x0": x0,
-                     "x1": len(s.x) - 0.5, "y0": 0, "y1": 1, "fillcolor": "gray",
-                     "opacity": 0.15, "line": {"width": 0}}],
-            annotations=[{"x": x0, "y": 1, "xref": "x", "yref": "paper", "showarrow": False,
-                          "text": "does not fit in memory", "xanchor": "left",
-                          "yanchor": "bottom", "font": {"size": 10}}])
-    ticks = [i for i, v in enumerate(s.x) if np.log2(v) % 2 == 0]
+    if current[0] <= bx[-1]:
+        cx = float(np.argmin(np.abs(np.log(bx) - np.log(current[0]))))
+        fig.add_trace(go.Scatter(
+            x=[cx], y=[current[1]], mode="markers", name="current point",
+            marker={"symbol": "x", "size": 14, "color": "lime", "line": {"width": 2}},
+            hovertemplate=f"B={current[0]:g}, D={current[1]:g}<extra>current</extra>",
+        ))
+    if not fits.any():
+        fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                           text="no batch fits in memory at this context",
+                           font={"size": 12})
+    elif n < len(s.x):
+        fig.add_annotation(x=1, y=1, xref="paper", yref="paper", showarrow=False,
+                           xanchor="right", yanchor="bottom", font={"size": 10},
+                           text=f"B > {int(bx[-1])} does not fit in memory (not drawn)")
+    step = 2 if n > 12 else 1  # every 4th power of two on a long axis, every 2nd on a short one
+    ticks = [i for i, v in enumerate(bx) if np.log2(v) % step == 0]
     fig.update_layout(
         title=title, xaxis={"title": s.x_label + " (log scale)", "tickvals": ticks,
-                            "ticktext": [str(int(s.x[i])) for i in ticks]},
+                            "ticktext": [str(int(bx[i])) for i in ticks],
+                            "range": [-0.5, n - 0.5]},
         yaxis={"title": s.y_label}, **_LAYOUT,
     )
     return fig
@@ -92,8 +134,10 @@ def speedup_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.
 def speedup_surface_3d(s: Surface, current: tuple[float, float], current_z: float | None,
                        title: str, log_x: bool = True) -> go.Figure:
     x = np.log2(s.x) if log_x else s.x
+    colors = speedup_colors(s.z)
     fig = go.Figure(go.Surface(
-        x=_f32(x), y=_f32(s.y), z=_f32(s.z), colorscale="RdBu", cmid=1.0,
+        x=_f32(x), y=_f32(s.y), z=_f32(s.z), colorscale=colors["colorscale"],
+        cmin=colors["zmin"], cmax=colors["zmax"],
         colorbar={"title": "speedup ×"},
         hovertemplate=("log2 B=%{x}" if log_x else "G=%{x}")
         + "<br>D=%{y}<br>speedup %{z:.2f}×<extra></extra>",
@@ -111,17 +155,25 @@ def speedup_surface_3d(s: Surface, current: tuple[float, float], current_z: floa
 def group_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.Figure:
     labels = [f"G={int(g)}" for g in s.x]
     fig = go.Figure(go.Heatmap(
-        x=labels, y=_f32(s.y), z=_f32(s.z), colorscale="RdBu", zmid=1.0,
+        x=labels, y=_f32(s.y), z=_f32(s.z), **speedup_colors(s.z),
         colorbar={"title": "speedup ×"},
         hovertemplate="%{x}<br>D=%{y}<br>speedup %{z:.2f}×<extra></extra>",
     ))
-    fig.add_trace(go.Scatter(x=labels, y=_f32(s.best_y), mode="lines+markers", name="best D",
+    # A G where no D ≥ 1 fits in memory has nothing to draw: it is said on the chart, and its
+    # best D is not drawn (the surface marks D = 0 as 1× whether or not it fits).
+    no_fit = ~np.isfinite(s.z[1:]).any(axis=0) if s.z.shape[0] > 1 else np.zeros(len(labels),
+                                                                                  bool)
+    best_y = np.where(no_fit, np.nan, s.best_y)
+    fig.add_trace(go.Scatter(x=labels, y=_f32(best_y), mode="lines+markers", name="best D",
                              line={"color": "gold", "width": 3}))
     fig.add_trace(go.Scatter(x=[f"G={current[0]:g}"], y=[current[1]], mode="markers",
                              name="current point",
                              marker={"symbol": "x", "size": 14, "color": "lime"}))
+    notes = [{"x": labels[i], "y": 0.5, "xref": "x", "yref": "paper", "showarrow": False,
+              "text": "does not fit<br>in memory", "font": {"size": 10}, "textangle": -90}
+             for i in np.nonzero(no_fit)[0]]
     fig.update_layout(title=title, xaxis={"title": s.x_label}, yaxis={"title": s.y_label},
-                      **_LAYOUT)
+                      annotations=notes, **_LAYOUT)
     return fig
 
 
@@ -137,10 +189,16 @@ def tile_steps_figure(curves: list[TileCurve], current_d: int, normalized: bool)
             + f"<extra>{c.label}</extra>",
         ))
     groups = sorted({c.group for c in curves})
-    lines = [_vline(d, f"G·(1+D)={128 * (i + 1)} (G={g:g})", angle=-90)
-             for g in groups for i, d in enumerate(tile_boundaries(g))]
-    lines.append(_vline(current_d, "current D", color="green", dash="solid"))
-    _add_lines(fig, lines)
+    at: dict[float, list[str]] = {}  # D → the groups stepping there (G=8 and G=32 share D=15)
+    for g in groups:
+        for i, d in enumerate(tile_boundaries(g)):
+            at.setdefault(d, []).append(f"{128 * (i + 1)} (G={g:g})")
+    lines = [vline(d, "G·(1+D)=" + ", ".join(names), angle=-90) for d, names in sorted(at.items())]
+    shapes = [sh for sh, _ in lines]
+    notes = [n for _, n in lines]
+    current, current_note = vline(current_d, "current D", color="green", dash="solid")
+    current_note.update({"y": 0, "yanchor": "bottom", "xanchor": "left"})  # apart from the steps
+    fig.update_layout(shapes=[*shapes, current], annotations=[*notes, current_note])
     fig.update_layout(
         title=("Normalized attention throughput vs D" if normalized
                else "Attention time per layer vs D") + " — tile steps at G·(1+D) = 128·k",
@@ -160,9 +218,8 @@ def gemm_figure(curves: list[GemmCurve], ridge: float, peak_tflops: float,
             hovertemplate="B=%{x}<br>B·(1+D)=%{customdata:.0f} tokens<br>%{y:.0f} TFLOP/s"
             f"<extra>D={c.draft_len}</extra>",
         ))
-    # Shapes on a log axis take log10 coordinates.
-    ridge_line = _vline(float(np.log10(ridge)), f"ridge M*≈{ridge:.0f} tokens (D=0)",
-                        dash="dash")
+    ridge_line = vline(float(ridge), f"ridge M*≈{ridge:.0f} tokens (D=0)", dash="dash",
+                       log_x=True)
     peak = ({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": peak_tflops,
              "y1": peak_tflops, "line": {"dash": "dot", "color": "gray", "width": 1}},
             {"x": 0, "y": peak_tflops, "xref": "paper", "yref": "y", "showarrow": False,
@@ -170,7 +227,8 @@ def gemm_figure(curves: list[GemmCurve], ridge: float, peak_tflops: float,
              "xanchor": "left", "font": {"size": 9}})
     _add_lines(fig, [ridge_line, peak])
     fig.update_layout(title=f"6144×6144 GEMM on {hardware}: achieved TFLOP/s vs batch",
-                      xaxis={"title": "batch B (sequences, log scale)", "type": "log"},
+                      xaxis={"title": "batch B (sequences, log scale)", "type": "log",
+                             **log_ticks(np.concatenate([c.batch for c in curves]))},
                       yaxis={"title": "achieved TFLOP/s"}, **_LAYOUT)
     return fig
 
@@ -231,7 +289,8 @@ def al_figure(curves: list[ALSeries], selected: str) -> go.Figure:
     fig.update_layout(title="Acceptance length vs draft length (solid: within the evidence; "
                       "dashed: model-extended; markers: published curves)",
                       xaxis={"title": "draft length D"},
-                      yaxis={"title": "AL (tokens per target step)", "range": [1, 9]}, **_LAYOUT)
+                      yaxis={"title": "AL (tokens per target step)", "range": [1, 9]},
+                      **{**_LAYOUT, "legend": AL_LEGEND})
     return fig
 
 
@@ -302,11 +361,15 @@ def pareto_figure(with_spec: ParetoFrontier, without: ParetoFrontier,
                              name="current B without spec",
                              marker={"symbol": "circle-open", "size": 12, "color": "#888"}))
     if slo:
-        _add_lines(fig, [_vline(float(np.log10(slo)), f"SLO {slo:g} tok/s/user",
-                                color="orange", dash="dash")])
+        _add_lines(fig, [vline(float(slo), f"SLO {slo:g} tok/s/user", color="orange",
+                               dash="dash", log_x=True)])
+    xs = [*with_spec.tokens_per_s_per_user, *without.tokens_per_s_per_user, *([slo] if slo else [])]
+    ys = [*with_spec.tokens_per_s_per_gpu, *without.tokens_per_s_per_gpu]
     fig.update_layout(title="Pareto frontier: throughput per GPU vs speed per user",
-                      xaxis={"title": "tokens/s per user (interactivity, log)", "type": "log"},
-                      yaxis={"title": "tokens/s per GPU (throughput, log)", "type": "log"},
+                      xaxis={"title": "tokens/s per user (interactivity, log)", "type": "log",
+                             **log_ticks(xs)},
+                      yaxis={"title": "tokens/s per GPU (throughput, log)", "type": "log",
+                             **log_ticks(ys)},
                       **_LAYOUT)
     return fig
 
@@ -341,5 +404,6 @@ def speedup_split_figure(names: list[str], al: list[float], verify: list[float],
                              hovertemplate="%{x}<br>" + term + " %{y:.3f}×<extra></extra>"))
     fig.update_layout(barmode="group", title="Why: speedup = AL gain × verify-cost factor × "
                       "draft-cost factor (each mechanism at its best D)",
-                      yaxis={"title": "factor (×, log)", "type": "log"}, **_LAYOUT)
+                      yaxis={"title": "factor (×, log)", "type": "log",
+                             **log_ticks([v for ys in values for v in ys])}, **_LAYOUT)
     return fig

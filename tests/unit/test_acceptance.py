@@ -119,3 +119,21 @@ def test_chain_priors_are_model_extended_past_their_published_draft_lengths():
     assert not mtp.extrapolated[:8].any() and mtp.extrapolated[8:].all()  # DeepSeek D ≤ 7
     external = prior_al(mechanism_presets()["external"], np.arange(0, 9))
     assert external.extrapolated[1:].all() and "assumption at every D" in external.provenance
+
+
+def test_a_vanishing_marginal_gives_finite_levels_without_nan_warnings():
+    import warnings
+
+    from explorer.model.acceptance import fit_level, level_through, saturating_level
+
+    # a position accepted with probability 1e-320 (subnormal): 1/m would overflow to inf
+    marginal = np.array([0.8, 0.5, 1e-320, 0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert saturating_level(marginal) == pytest.approx(1 / 0.5)
+        r = level_through(marginal, 4, np.array([0.5, 1.3, 2.5]))
+        level = fit_level(marginal, np.array([1, 2]), np.array([1.8, 2.3]))
+    assert np.isfinite(r).all() and np.isfinite(level)
+    # an unreachable gain gets the level that saturates every usable position
+    assert r[-1] == pytest.approx(2.0)
+    assert level == pytest.approx(1.0, rel=0.02)

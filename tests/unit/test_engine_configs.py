@@ -7,8 +7,6 @@ import itertools
 import json
 import re
 import shlex
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -298,12 +296,6 @@ def test_draft_weights_and_mtp_notes_follow_the_mechanism_spec():
         assert len(mtp_notes) == (3 if mech.uses_target_mtp_layers else 0), slug
         if mech.draft_checkpoint:
             assert ec.vllm.speculative_config["model"].startswith(f"<{mech.draft_checkpoint} for")
-
-
-def test_engine_configs_module_imports_no_ui():
-    code = ("import sys, explorer.export.engine_configs;"
-            "assert not any(m.split('.')[0] in ('streamlit', 'plotly') for m in sys.modules)")
-    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_an_unavailable_mechanism_says_why_instead_of_a_config():

@@ -31,6 +31,7 @@ from explorer.ui.export_panel import (
     figure_html,
     figure_image,
     parquet_bytes,
+    report_html,
     scenario_json,
     sweep_file,
 )
@@ -128,15 +129,19 @@ def test_parquet_bytes_are_parquet():
     pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(data)), df, check_dtype=False)
 
 
-def test_html_export_is_standalone_and_contains_the_figure():
+def test_html_export_is_small_and_the_report_standalone():
     html = figure_html(small_figure())
     assert html.lstrip().lower().startswith(("<!doctype html>", "<html"))
     assert html.rstrip().endswith("</html>")
     assert "Export probe 7421" in html and "speedup-trace-xyz" in html
     assert "Plotly.newPlot" in html
-    # plotly.js is inlined: no script is loaded from elsewhere
-    assert re.findall(r"<script[^>]*>", html) and not re.findall(r"<script[^>]*src=", html)
-    assert len(html) > 1_000_000
+    # one chart: plotly.js from the file beside it (offered once), never from the network
+    assert re.findall(r"<script[^>]*src=\"([^\"]*)\"", html) == ["plotly.min.js"]
+    assert len(html) < 100_000
+    # the report: plotly.js inlined once, no script loaded from elsewhere
+    report = report_html({"a": small_figure(), "b": small_figure()}, "probe")
+    assert re.findall(r"<script[^>]*>", report) and not re.findall(r"<script[^>]*src=", report)
+    assert report.count("Export probe 7421") == 2 and len(report) > 1_000_000
 
 
 @pytest.mark.browser
@@ -155,8 +160,15 @@ def test_png_and_svg_exports_through_kaleido_and_system_chromium():
         figure_image(fig, "gif")
 
 
+def export_charts(at: AppTest) -> dict[str, object]:
+    from explorer.ui import explorer_charts
+
+    return explorer_charts.all_charts(Scenario().model_dump_json(), {})
+
+
 def _run_app() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["vw"] = "export"  # the Export view
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -169,7 +181,8 @@ def test_export_tab_offers_every_download_and_the_engine_configs():
                   "vLLM speculative_config (JSON)", "SGLang launch (sh)",
                   "TensorRT-LLM config (YAML)"):
         assert label in labels, label
-    assert labels.count("HTML") == len(at.get("plotly_chart"))  # one per chart on the page
+    # One per chart of the page (the Export view draws none; it offers every view's).
+    assert labels.count("HTML") == len(export_charts(at))
     assert "PNG" not in labels  # images wait for "Prepare images"
     ec = engine_configs(Scenario())
     codes = [c.value for c in at.code]
@@ -195,7 +208,7 @@ def test_prepare_images_renders_every_chart():
     at.button(key="export_prepare").click().run()
     assert not at.exception and not at.warning, [w.value for w in at.warning]
     labels = [b.label for b in at.get("download_button")]
-    n = len(at.get("plotly_chart"))
+    n = len(export_charts(at))
     assert labels.count("PNG") == labels.count("SVG") == n
     images = at.session_state["export_images"]
     assert len(images) == n

@@ -24,13 +24,18 @@ def test_tile_figure_draws_boundaries_and_units():
 
 
 def test_log_axis_lines_sit_at_their_value():
+    """plotly.js 3 places a shape on a log axis in data coordinates and an annotation in log10
+    ones (the issue's SLO line for 120 sat at x ≈ 2 = log10(120); tests/browser checks the
+    drawn pixels)."""
     sc = Scenario()
     curves, ridge = gemm_efficiency(sc)
     fig = figures.gemm_figure(curves, ridge, 800.0, "H200")
-    assert any(np.isclose(10 ** s.x0, ridge) for s in fig.layout.shapes if s.type == "line")
+    assert any(np.isclose(s.x0, ridge) for s in fig.layout.shapes if s.type == "line")
+    assert any(np.isclose(a.x, np.log10(ridge)) for a in fig.layout.annotations)
     with_spec, without = pareto(sc)
-    pf = figures.pareto_figure(with_spec, without, None, (10.0, 100.0), slo=30.0)
-    assert any(np.isclose(10 ** s.x0, 30.0) for s in pf.layout.shapes if s.type == "line")
+    pf = figures.pareto_figure(with_spec, without, None, (10.0, 100.0), slo=120.0)
+    assert [s.x0 for s in pf.layout.shapes if s.type == "line"] == [120.0]
+    assert np.isclose(pf.layout.annotations[0].x, np.log10(120.0))
 
 
 def test_heatmap_payload_is_compact_and_marks_the_current_point():

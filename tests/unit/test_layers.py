@@ -5,6 +5,8 @@ inside a function cannot hide a cycle."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -98,6 +100,17 @@ def test_the_core_imports_no_ui_library():
     wrong = [f"{n} imports {t}" for n, ts in graph().items() for t in ts
              if (layer_of(n) or 0) < (ui or 0) and t.split(".")[0] in UI_LIBRARIES]
     assert wrong == []
+
+
+def test_loading_the_whole_core_loads_no_ui_library():
+    """At run time too: a third-party dependency of the core could pull a UI library in."""
+    ui = layer_of("explorer.ui")
+    core = sorted(n for n in modules() if (layer_of(n) or 0) < (ui or 0)
+                  and ".migrations." not in n)  # alembic runs those scripts itself
+    code = (f"import importlib, sys\nfor m in {core!r}: importlib.import_module(m)\n"
+            f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {UI_LIBRARIES!r})\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
 
 
 def test_no_module_imports_the_package_face():

@@ -306,16 +306,6 @@ def test_view_of_a_scenario_reproduces_it_through_the_url_state():
     assert any("saved value 'b=5'" in w for w in odd.warnings)
 
 
-def test_the_store_is_core_code_without_ui_imports():
-    code = ("import sys, explorer.interfaces.store, explorer.interfaces.store_schema, "
-            "explorer.interfaces.cli.scenario, "
-            "explorer.interfaces.migrations; from explorer.interfaces.store import ScenarioStore; "
-            "ScenarioStore('sqlite:///:memory:').migrate(); "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly')]; "
-            "assert not bad, bad")
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
-
-
 def test_records_carry_the_projects_version():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert meta["project"]["version"] == APP_VERSION

@@ -96,3 +96,23 @@ def test_speedup_band_figure_draws_a_band_and_the_line():
     band, line = fig.data
     assert band.fill == "toself" and list(band.y) == pytest.approx([1.7, 2.1, 2.3, 1.5, 1.5, 1.3])
     assert list(line.y) == pytest.approx([1.5, 1.8, 1.9])
+
+
+def test_the_recommendation_runs_now_and_names_a_faster_head_to_train_apart():
+    from explorer.analysis.recommend import NOT_READY
+
+    llama = recommend(Scenario(model="llama-3.1-8b", tp=1))
+    assert llama.best is not None and llama.best_if_trained is not None
+    # a published EAGLE-3 head exists for Llama-3.1-8B; DSpark's AL is another family's prior
+    assert llama.best.mechanism == "eagle3" and llama.best.availability == "published"
+    assert llama.best_if_trained.availability == NOT_READY
+    assert llama.best_if_trained.speedup > llama.best.speedup
+    assert "Worth training: " + llama.best_if_trained.mechanism_name in llama.explanation
+    # "Next" and "How sure" compare what can run now
+    assert llama.explanation.split("How sure")[0].count("to be trained") == 0
+    deepseek = recommend(Scenario(model="deepseek-v3", tp=8, dtype="fp8"))
+    assert deepseek.best is not None and deepseek.best.mechanism == "mtp"
+    assert deepseek.best.availability == "ships with the target"
+    # the ranking stays sorted by speedup, to-be-trained options included
+    fitting = [o.speedup for o in llama.ranking if o.fits_in_memory]
+    assert fitting == sorted(fitting, reverse=True) and llama.ranking[0].availability == NOT_READY

@@ -119,6 +119,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         print_json({
             "sources": evaluate(scenario).sources,
             "best": rec.best.model_dump() if rec.best else None,
+            "best_if_trained": rec.best_if_trained.model_dump() if rec.best_if_trained else None,
             "ranking": [o.model_dump() for o in rec.ranking],
             "guidelines": [g.model_dump() for g in rec.guidelines],
             "explanation": rec.explanation,

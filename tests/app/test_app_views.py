@@ -1,0 +1,69 @@
+"""AppTest: the Explorer page computes and draws one view at a time, chosen by a switcher bound
+to the link (`vw`); old links without it open the default view."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from explorer.interfaces import view_state as us
+from explorer.ui import explorer_charts
+from tests.support.apptest import run_app
+
+# What each view draws (3D surface: on request).
+VIEW_CHARTS = {
+    "surface": ["fig_speedup_heatmap", "fig_group_heatmap"],
+    "tiles": ["fig_tile_steps_current", "fig_tile_steps_article"],
+    "gemm": ["fig_gemm_efficiency"], "al": ["fig_al_vs_d"], "pareto": ["fig_pareto"],
+    "time": ["fig_time_breakdown"], "mechanisms": ["fig_speedup_bands", "fig_speedup_split"],
+    "sources": [], "export": [],
+}
+
+
+def chart_keys(at) -> list[str]:
+    return [c.key for c in at.get("plotly_chart")]
+
+
+def test_a_link_without_a_view_opens_the_default_view():
+    at = run_app(b="8", d="7", v="1")  # a link made before views existed
+    assert at.segmented_control(key=us.VIEW_KEY).value == us.DEFAULT_VIEW
+    assert chart_keys(at) == VIEW_CHARTS[us.DEFAULT_VIEW]
+    assert not at.warning
+
+
+@pytest.mark.parametrize("view", us.VIEWS)
+def test_each_view_draws_only_its_own_charts(view: str):
+    at = run_app(vw=view)
+    assert at.segmented_control(key=us.VIEW_KEY).value == view
+    assert chart_keys(at) == VIEW_CHARTS[view]
+
+
+def test_the_switcher_changes_the_view_and_the_3d_surface_waits_for_its_toggle():
+    at = run_app()
+    assert "fig_speedup_surface_3d" not in chart_keys(at)
+    at.toggle(key="show_3d").set_value(True).run()
+    assert "fig_speedup_surface_3d" in chart_keys(at)
+    at.segmented_control(key=us.VIEW_KEY).set_value("pareto").run()
+    assert chart_keys(at) == ["fig_pareto"]
+    assert any("best D" in str(d.value.columns.tolist()) for d in at.dataframe)
+
+
+def test_a_bad_view_in_the_link_is_named_and_the_default_shown():
+    state = us.decode({"vw": "nope", "v": "1"})
+    assert any("'vw=nope'" in w and "surface" in w for w in state.warnings)
+    assert not us.decode({"vw": "pareto", "v": "1"}).warnings
+
+
+def test_every_chart_name_belongs_to_a_view_and_is_cached_per_scenario():
+    assert set(explorer_charts.CHARTS.values()) <= set(us.VIEWS)
+    from explorer.specs.scenario import Scenario
+
+    js = Scenario().model_dump_json()
+    first = explorer_charts.chart(js, "gemm_efficiency")
+    assert explorer_charts.chart(js, "gemm_efficiency") is first  # built once
+    other = Scenario(batch=64).model_dump_json()
+    assert explorer_charts.chart(other, "pareto", (("slo", 10.0),)) is not \
+        explorer_charts.chart(other, "pareto", (("slo", 20.0),))
+    spec = json.loads(first.to_json())
+    assert spec["layout"]["xaxis"]["type"] == "log"
