@@ -8,7 +8,16 @@ import streamlit as st
 
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
-from explorer.ui import compare_page, controls, data_page, explorer_page, share, sources_page
+from explorer.ui import (
+    codesign_page,
+    compare_page,
+    controls,
+    data_page,
+    explorer_page,
+    model_upload,
+    share,
+    sources_page,
+)
 
 _started = time.perf_counter()
 st.set_page_config(page_title="SpecDec Explorer", page_icon=":material/bolt:", layout="wide")
@@ -52,6 +61,11 @@ def compare() -> None:
     compare_page.render(scenario_now, values)
 
 
+def codesign() -> None:
+    codesign_page.render(scenario_now)
+
+
+model_upload.sidebar_note()  # a model from its config.json replaces the preset (Measured data)
 share.save_panel(values, scenario_now)
 
 page = st.navigation([
@@ -59,6 +73,7 @@ page = st.navigation([
     st.Page(data, title="Measured data", icon=":material/upload_file:", url_path="data"),
     st.Page(sources, title="Presets & sources", icon=":material/menu_book:", url_path="sources"),
     st.Page(compare, title="Compare", icon=":material/compare:", url_path="compare"),
+    st.Page(codesign, title="Co-design", icon=":material/grid_on:", url_path="codesign"),
 ])
 page.run()
 st.session_state["_script_run_s"] = time.perf_counter() - _started  # read by benchmarks

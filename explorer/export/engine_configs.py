@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict
 from explorer.analysis.candidate import candidate
 from explorer.analysis.frontier import DEFAULT_BATCHES, best_draft_len
 from explorer.analysis.recommend import RankedOption, recommend
-from explorer.model.resolve import Resolved, resolve
-from explorer.presets import mechanism_presets, model_presets
+from explorer.model.resolve import Resolved, resolve, target_model
+from explorer.presets import mechanism_presets
 from explorer.specs.scenario import Scenario
 
 # The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.
@@ -408,8 +408,8 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
 
     mech = mechanism_presets().get(slug)
     mech_name = mech.name if mech else slug
-    models = model_presets()
-    target = models[scenario.model].name if scenario.model in models else scenario.model
+    target_spec = target_model(scenario)  # a preset or the scenario's own config.json model
+    target = target_spec.name if target_spec is not None else scenario.model
     notes: list[str] = []
     if best is not None and pays:
         notes.append(f"Recommended: {mech_name} at D = {best.draft_len} for B = {scenario.batch} "

@@ -22,6 +22,7 @@ from explorer.model.grid import scenario_model
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve, KernelTimings, StepTimings
 from explorer.specs.scenario import Scenario
+from explorer.ui import model_upload
 from explorer.ui.data_figures import (
     calibration_figure,
     draft_backout_figure,
@@ -43,6 +44,7 @@ def measured_updates() -> dict[str, Any]:
     for key, field in ((MEASURED_KERNELS, "measured_kernels"), (MEASURED_STEPS, "measured_steps")):
         if st.session_state.get(key) is not None:
             out[field] = st.session_state[key]
+    out.update(model_upload.updates())  # a model from its config.json (this page's section)
     return out
 
 
@@ -52,6 +54,7 @@ def load_saved(scenario: Scenario) -> None:
     st.session_state[OVERRIDES] = scenario.hardware_overrides
     st.session_state[MEASURED_KERNELS] = scenario.measured_kernels
     st.session_state[MEASURED_STEPS] = scenario.measured_steps
+    model_upload.load_saved(scenario)
 
 
 def datasets() -> dict[str, ParseResult]:
@@ -129,6 +132,7 @@ def render(scenario: Scenario | None) -> None:
         if scenario is not None:
             _calibration_section(loaded, scenario)
             _draft_section(loaded, scenario)
+    model_upload.render()  # after the measured-data uploader, which stays the page's first
     _templates_section()
 
 

@@ -55,7 +55,7 @@ PUBLISHED_TOTAL_B = {
 
 
 def test_the_package_ships_configs():
-    assert len(SHIPPED) >= 80, "aiconfigurator-core==0.12.0 ships 88 config.json files"
+    assert len(SHIPPED) >= 80, "aiconfigurator-core==0.12.0 ships 89 config.json files"
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
@@ -333,3 +333,22 @@ def test_a_custom_model_must_be_the_scenarios_model():
         Scenario(model="llama-3.1-70b", custom_model=m)
     sc = Scenario(model=m.slug, custom_model=m)
     assert Scenario.model_validate_json(sc.model_dump_json()) == sc  # travels as JSON
+
+
+@pytest.mark.parametrize(("arch", "kind"), [
+    ("LlamaForCausalLMEagle3", "eagle3"), ("Eagle3LlamaForCausalLM", "eagle3"),
+    ("DFlashDraftModel", "dflash"), ("DSparkDraftModel", "dspark"),
+])
+def test_drafter_architectures_are_recognised(arch, kind):
+    cfg = json.loads((HF_SAMPLES / "dflash_qwen3_8b_config.json").read_text(encoding="utf-8"))
+    res = parse_drafter(json.dumps({**cfg, "architectures": [arch], "num_hidden_layers": 2}))
+    assert res.drafter is not None and res.drafter.kind == kind
+    assert res.drafter.draft_layers == 2
+
+
+def test_a_drafter_with_a_bad_layer_count_names_it():
+    cfg = json.loads((HF_SAMPLES / "eagle3_llama3.1_8b_config.json").read_text(encoding="utf-8"))
+    res = parse_drafter(json.dumps({**cfg, "num_hidden_layers": "one"}))
+    assert res.drafter is None and res.problems[0].field == "num_hidden_layers"
+    code, _, err = run("evaluate", "--draft-config", "/nonexistent/config.json")
+    assert code == 2 and "--draft-config" in err

@@ -9,15 +9,20 @@ from pathlib import Path
 
 import numpy as np
 
+from explorer.analysis.codesign import GroupAt, codesign
 from explorer.analysis.evaluate import evaluate
 from explorer.analysis.recommend import recommend
 from explorer.analysis.sweep import sweep
+from explorer.base.errors import ScenarioError
 from explorer.base.quoting import escape_controls
 from explorer.interfaces.cli import scenario as scenario_commands
 from explorer.interfaces.cli.options import (
+    DESIGN_FLAGS,
     Parser,
     UsageError,
+    add_design_options,
     add_scenario_options,
+    design_axes,
     print_json,
     scenario_from_args,
     sweep_axes,
@@ -43,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="grid over B, D, G, S, mechanism → CSV/Parquet")
     add_scenario_options(sw, lists=True)
     sw.add_argument("--out", help="write to FILE (.parquet or .csv) instead of CSV on stdout")
+    add_design_options(sw)
     sub.add_parser("presets", help="list preset names").add_argument("--json", action="store_true")
     sub.add_parser("schema", help="print the scenario JSON schema")
     v = sub.add_parser("validate", help="recognise and check a measured-data file")
@@ -142,11 +148,25 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     axes = sweep_axes(args)
+    designs = design_axes(args)
     n_points = int(np.prod([len(v) for v in axes.values()]))
     if n_points > MAX_GRID_POINTS:
         raise UsageError(f"the grid has {n_points} points; the limit is {MAX_GRID_POINTS}")
+    if designs and n_points > 1:
+        raise UsageError("argument --design-*: a co-design sweep runs at one operating point; "
+                         "give --batch, --draft-len, --group, --context and --mechanism one "
+                         "value each")
     scenario = scenario_from_args(args, {field: v[0] for field, v in axes.items()})
-    df = sweep(scenario, **axes)  # the axes are named like the Scenario fields
+    if designs:
+        group_at: GroupAt = "fixed_kv" if args.design_at == "fixed-kv" else "fixed_params"
+        try:
+            df = codesign(scenario, designs, group_at)
+        except ScenarioError as exc:
+            flag = next((f for f, (axis, _, _) in DESIGN_FLAGS.items() if axis == exc.field),
+                        "--design-rho" if exc.field == "rho" else f"--design-{exc.field}")
+            raise UsageError(f"argument {flag}: {exc.message}") from None
+    else:
+        df = sweep(scenario, **axes)  # the axes are named like the Scenario fields
     if args.out:
         out = Path(args.out)
         if out.suffix == ".parquet":

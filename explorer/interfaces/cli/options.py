@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -156,6 +156,49 @@ def _with_configs(args: argparse.Namespace, fields: dict[str, Any]) -> None:
         fields["custom_drafter"] = res.drafter.model_dump()
         if getattr(args, "mechanism", None) is None:
             fields["mechanism"] = res.drafter.kind
+
+
+# Co-design axes of `sweep` (explorer/analysis/codesign.py): flag → (axis, bounds).
+DESIGN_FLAGS: dict[str, tuple[str, int, int]] = {
+    "--design-group": ("group", 1, 256), "--design-layers": ("layers", 1, 1000),
+    "--design-kv-heads": ("kv_heads", 1, 4096), "--design-head-dim": ("head_dim", 1, 4096),
+    "--design-experts": ("experts", 1, 65536), "--design-top-k": ("top_k", 1, 65536),
+    "--design-draft-layers": ("draft_layers", 0, 1000),
+}
+
+
+def add_design_options(p: argparse.ArgumentParser) -> None:
+    """`sweep`'s co-design axes: each a list or range; any of them makes the sweep one row per
+    design with its best D and speedup at the scenario's operating point."""
+    for flag, (axis, _, _) in DESIGN_FLAGS.items():
+        p.add_argument(flag, metavar="LIST", help=f"co-design axis: the target's {axis}"
+                       if axis != "draft_layers" else "co-design axis: the drafter's layers "
+                       "(eagle3, dflash, dspark)")
+    p.add_argument("--design-rho", metavar="LIST",
+                   help="co-design axis: ρ = L_draft/L_target (comma list)")
+    p.add_argument("--design-at", choices=["fixed-kv", "fixed-params"], default="fixed-kv",
+                   help="G at fixed KV bytes (q heads = G·KV heads) or at fixed parameters "
+                   "(KV heads = q heads / G)")
+
+
+def design_axes(args: argparse.Namespace) -> dict[str, Sequence[float]]:
+    axes: dict[str, Sequence[float]] = {}
+    for flag, (axis, lo, hi) in DESIGN_FLAGS.items():
+        text = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+        if text:
+            axes[axis] = parse_int_list(text, flag, lo, hi)
+    rho = getattr(args, "design_rho", None)
+    if rho:
+        try:
+            values = [float(x) for x in rho.split(",")]
+        except ValueError:
+            raise UsageError(f"argument --design-rho: invalid list '{rho}' (use 0.05,0.1)") \
+                from None
+        bad = [v for v in values if not 0 <= v <= 4]
+        if bad:
+            raise UsageError(f"argument --design-rho: value {bad[0]} is outside [0, 4]")
+        axes["rho"] = values
+    return axes
 
 
 def add_view_options(p: argparse.ArgumentParser) -> None:

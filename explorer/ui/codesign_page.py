@@ -1,0 +1,52 @@
+"""The Co-design page: the current scenario's target with G and L_target varied, the best
+speedup and its D for each design (explorer/analysis/codesign.py), as a heatmap and a table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+import streamlit as st
+
+from explorer.analysis.codesign import ACCEPTANCE_NOTE, GroupAt, codesign
+from explorer.base.errors import ScenarioError
+from explorer.specs.scenario import Scenario
+from explorer.ui.codesign_figures import best_speedup_heatmap
+from explorer.ui.text import md_text
+
+GROUPS = (1, 2, 4, 8, 16, 32, 64)
+LAYERS = (16, 24, 32, 48, 64, 80, 96, 128)
+
+
+@st.cache_data(max_entries=16, show_spinner="Evaluating the designs…")
+def _designs(js: str, groups: tuple[int, ...], layers: tuple[int, ...],
+             at: GroupAt) -> pd.DataFrame:
+    return codesign(Scenario.model_validate_json(js), {"group": groups, "layers": layers}, at)
+
+
+def render(scenario: Callable[[], Scenario | None]) -> None:
+    st.title("Co-design")
+    st.caption("The target's G and L_target varied at the sidebar's operating point: the best "
+               "speedup and its D for each design. " + ACCEPTANCE_NOTE + ".")
+    sc = scenario()
+    if sc is None:
+        st.error("This scenario cannot be evaluated: fix the inputs first.")
+        return
+    cols = st.columns(3)
+    groups = cols[0].multiselect("G", GROUPS, default=(1, 4, 8, 16), key="cd_groups")
+    layers = cols[1].multiselect("L_target", LAYERS, default=(32, 64, 80, 128), key="cd_layers")
+    at_label = cols[2].radio("G at fixed", ("KV bytes", "parameters"), key="cd_at",
+                             horizontal=True)
+    if not groups or not layers:
+        st.info("Pick at least one G and one L_target.")
+        return
+    at: GroupAt = "fixed_kv" if at_label == "KV bytes" else "fixed_params"
+    try:
+        df = _designs(sc.model_dump_json(), tuple(sorted(groups)), tuple(sorted(layers)), at)
+    except ScenarioError as exc:
+        st.error(md_text(f"These designs cannot be built: {exc}"))
+        return
+    st.plotly_chart(best_speedup_heatmap(df), key="cd_heatmap")
+    st.caption("Tile boundary: verification stays in one 128-row attention tile up to "
+               "D = 128/G_rank − 1 (column tile_free_draft_len).")
+    st.dataframe(df, hide_index=True)

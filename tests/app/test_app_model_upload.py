@@ -1,0 +1,83 @@
+"""AppTest: a config.json pasted on the Measured data page becomes the explorer's target (its
+numbers are the core's for that model), travels in Save & share's link, and a bad config is named
+by field while the explorer keeps working; the Co-design page draws its designs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from explorer import evaluate
+from explorer.interfaces.store import default_store
+from explorer.measured.hf_config import read_shipped, shipped_config_paths
+from explorer.specs.scenario import Scenario
+from tests.support.apptest import goto, run_app
+
+pytestmark = [pytest.mark.usefixtures("data_dir"), pytest.mark.slow]
+QWEN_32B = next(p for p in shipped_config_paths() if p.name == "Qwen--Qwen3-32B_config.json")
+
+
+def plain(markdown: str) -> str:
+    """Alert text as shown: user text in alerts is Markdown-escaped (explorer/ui/text.py)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def paste(at: AppTest, text: str) -> AppTest:
+    goto(at, "data")
+    at.text_area(key="model_config_paste").input(text)
+    at.button(key="model_config_read").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_a_pasted_config_is_the_target_and_travels_in_the_saved_link():
+    at = run_app()
+    paste(at, QWEN_32B.read_text(encoding="utf-8"))
+    at.button(key="model_config_use_target").click().run()
+    assert not at.exception
+    spec = read_shipped(QWEN_32B).model
+    assert spec is not None
+    goto(at, "")  # the Explorer (the default page)
+    pasted = at.session_state["_custom_target"]
+    sc = Scenario(tp=2, model=pasted.slug, custom_model=pasted)  # the app's defaults
+    assert (pasted.layers, pasted.hidden, pasted.q_heads) == (spec.layers, spec.hidden,
+                                                              spec.q_heads)
+    assert metric(at, "Speedup") == f"{evaluate(sc).speedup:.2f}×"
+    assert metric(at, "Speedup") != f"{evaluate(Scenario(tp=2)).speedup:.2f}×"
+    assert any("your config.json" in plain(i.value) for i in at.sidebar.info)
+
+    at.text_input(key="share_name").input("my Qwen3-32B")
+    at.button(key="share_save").click().run()
+    sid = next(c.value for c in at.sidebar.code).removeprefix("?s=")
+    rec = default_store().get(sid)
+    assert rec.scenario.custom_model == pasted
+    reopened = run_app(s=sid)
+    assert metric(reopened, "Speedup") == metric(at, "Speedup")
+    assert any("your config.json" in plain(i.value) for i in reopened.sidebar.info)
+
+
+def test_a_bad_config_names_its_field_and_the_explorer_keeps_working():
+    at = run_app()
+    cfg = json.loads(QWEN_32B.read_text(encoding="utf-8"))
+    paste(at, json.dumps({**cfg, "num_attention_heads": "sixty-four"}))
+    shown = " ".join(plain(e.value) for e in at.error)
+    assert "num_attention_heads" in shown and "whole number" in shown
+    assert not [b for b in at.button if b.key == "model_config_use_target"]
+    goto(at, "")
+    assert metric(at, "Speedup") == f"{evaluate(Scenario()).speedup:.2f}×"
+
+
+def test_the_co_design_page_shows_the_heatmap_of_the_current_scenario():
+    at = run_app()
+    goto(at, "codesign")
+    assert not at.exception
+    assert at.get("plotly_chart"), "the heatmap is drawn"
+    table = at.dataframe[0].value
+    assert set(table["group"]) == {1, 4, 8, 16} and set(table["layers"]) == {32, 64, 80, 128}

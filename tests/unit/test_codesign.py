@@ -1,0 +1,109 @@
+"""Co-design sweeps (explorer/analysis/codesign.py, `sweep --design-*`, the Co-design page's
+heatmap): each design is the target with its shapes changed, priced by the same model."""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stderr, redirect_stdout
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from explorer.analysis.codesign import codesign, design_model
+from explorer.analysis.frontier import best_draft_len
+from explorer.base.errors import ScenarioError
+from explorer.interfaces.cli import main
+from explorer.presets import model_presets
+from explorer.specs.scenario import Scenario
+from explorer.ui.codesign_figures import best_speedup_heatmap
+
+SC = Scenario(model="llama-3.1-70b", tp=2, batch=16, context=8192)
+
+
+def test_g_at_fixed_kv_bytes_keeps_the_kv_heads_and_at_fixed_params_the_q_heads():
+    kv = codesign(SC, {"group": [2, 4, 8, 16]}, "fixed_kv")
+    assert list(kv["kv_heads_total"]) == [8] * 4 and list(kv["q_heads"]) == [16, 32, 64, 128]
+    assert kv["kv_bytes_per_token"].nunique() == 1
+    assert kv["params_b"].is_monotonic_increasing
+    par = codesign(SC, {"group": [2, 4, 8, 16]}, "fixed_params")
+    assert list(par["q_heads"]) == [64] * 4 and list(par["kv_heads_total"]) == [32, 16, 8, 4]
+    assert np.allclose(par["kv_bytes_per_token"] * par["group"],
+                       par["kv_bytes_per_token"].iloc[0] * 2)
+    # the tile boundary moves with G: one 128-row tile holds G_rank·(1+D) query rows
+    g_rank = par["group_G"]  # TP=2 splits q and KV heads alike here
+    assert list(par["tile_free_draft_len"]) == list((128 // g_rank - 1).astype(int))
+
+
+def test_the_baseline_design_is_the_scenario():
+    base = model_presets()["llama-3.1-70b"]
+    df = codesign(SC, {"group": [int(base.group_size)], "layers": [base.layers]})
+    best = best_draft_len(SC, batches=[SC.batch])
+    assert df["best_draft_len"].iloc[0] == best.best_draft_len[0]
+    assert df["best_speedup"].iloc[0] == pytest.approx(best.best_speedup[0], rel=1e-12)
+    assert df["params_b"].iloc[0] == pytest.approx(base.param_count() / 1e9, rel=1e-3)
+
+
+def test_more_layers_cost_more_and_deeper_drafters_draft_slower():
+    layers = codesign(SC, {"layers": [20, 40, 80, 160]})
+    assert layers["params_b"].is_monotonic_increasing
+    drafts = codesign(SC.model_copy(update={"mechanism": "eagle3"}), {"draft_layers": [1, 2, 4]})
+    assert drafts["speed_best_speedup"].is_monotonic_decreasing  # same AL, more T_draft
+    rho = codesign(SC, {"rho": [0.01, 0.05, 0.2]})
+    assert rho["speed_best_speedup"].is_monotonic_decreasing
+
+
+def test_moe_axes_change_the_experts():
+    sc = Scenario(model="qwen3-30b-a3b", tp=1, batch=16)
+    df = codesign(sc, {"experts": [64, 128], "top_k": [4, 8]})
+    assert len(df) == 4 and df.groupby("experts")["params_b"].nunique().eq(1).all()
+    assert df["params_b"].iloc[0] < df["params_b"].iloc[-1]
+
+
+@pytest.mark.parametrize(("slug", "axes", "field"), [
+    ("llama-3.1-70b", {"experts": [8]}, "experts"),
+    ("deepseek-v3", {"group": [8]}, "group"),
+    ("llama-3.1-70b", {"kv_heads": [5]}, "kv_heads"),
+    ("qwen3-30b-a3b", {"top_k": [512]}, "top_k"),
+    ("llama-3.1-70b", {"nonsense": [1]}, "nonsense"),
+])
+def test_an_impossible_design_names_its_axis(slug, axes, field):
+    with pytest.raises(ScenarioError) as exc:
+        codesign(Scenario(model=slug, tp=8), axes)
+    assert exc.value.field == field
+
+
+def test_fixed_params_g_must_divide_the_q_heads():
+    with pytest.raises(ScenarioError, match="divide"):
+        design_model(model_presets()["llama-3.1-70b"], {"group": 3}, "fixed_params")
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_sweep_design_axes_on_the_cli():
+    code, out, err = _cli("sweep", "--model", "llama-3.1-8b", "--tp", "1", "--batch", "8",
+                          "--design-group", "1,4,16", "--design-layers", "16:32:16")
+    assert code == 0, err
+    df = pd.read_csv(io.StringIO(out))
+    assert len(df) == 6 and {"group", "layers", "best_draft_len", "best_speedup",
+                             "tile_free_draft_len"} <= set(df.columns)
+    code, _, err = _cli("sweep", "--model", "llama-3.1-8b", "--design-experts", "8")
+    assert code == 2 and "--design-experts" in err and "dense" in err
+    code, _, err = _cli("sweep", "--batch", "1,8", "--design-layers", "16")
+    assert code == 2 and "one operating point" in err
+
+
+def test_the_heatmap_has_one_cell_per_design_labelled_with_its_d():
+    df = codesign(SC, {"group": [1, 8], "layers": [40, 80]})
+    fig = best_speedup_heatmap(df)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert z.shape == (2, 2) and np.isfinite(z).all()
+    row = df[(df["group"] == 8) & (df["layers"] == 80)].iloc[0]
+    expected = row["best_speedup"] if row["fits_in_memory"] else row["speed_best_speedup"]
+    assert z[1, 1] == pytest.approx(expected)
+    assert all("D=" in t for t in np.asarray(fig.data[0].text).ravel())
