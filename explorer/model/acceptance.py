@@ -102,9 +102,9 @@ def scaled_al(marginal: npt.ArrayLike, level: npt.ArrayLike) -> FloatArray:
                       dtype=np.float64)
 
 
-# Marginals below this add nothing a user could see to AL; left in, 1/m overflows to inf and the
-# level search multiplies inf by the zero marginals (NaN).
-NEGLIGIBLE_MARGINAL = 1e-9
+# Subnormal marginals are left out of the level range: 1/m overflows to inf and the level search
+# would multiply inf by the zero marginals (NaN). Any normal float keeps 1/m finite.
+NEGLIGIBLE_MARGINAL = float(np.finfo(np.float64).tiny)
 
 
 def saturating_level(marginal: FloatArray) -> float:
