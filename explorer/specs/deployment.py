@@ -21,6 +21,7 @@ The URL carries a profile compactly (`to_url` / `from_url`, key `dp`):
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Annotated, Literal
 
@@ -337,3 +338,7 @@ def url_problem(text: str) -> str | None:
 
 
 DEFAULT_PROFILE_URL = DEFAULT_PROFILE.to_url()
+
+
+def profile_json_schema() -> str:
+    return json.dumps(DeploymentProfile.model_json_schema(), indent=2)
