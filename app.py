@@ -8,7 +8,15 @@ import streamlit as st
 
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
-from explorer.ui import compare_page, controls, data_page, explorer_page, share, sources_page
+from explorer.ui import (
+    compare_page,
+    controls,
+    data_page,
+    deploy_page,
+    explorer_page,
+    share,
+    sources_page,
+)
 
 _started = time.perf_counter()
 st.set_page_config(page_title="SpecDec Explorer", page_icon=":material/bolt:", layout="wide")
@@ -49,6 +57,10 @@ def compare() -> None:
     compare_page.render(scenario_now, values)
 
 
+def deployment() -> None:
+    deploy_page.render(scenario_now())
+
+
 share.save_panel(values, scenario_now)
 
 page = st.navigation([
@@ -56,6 +68,7 @@ page = st.navigation([
     st.Page(data, title="Measured data", icon=":material/upload_file:", url_path="data"),
     st.Page(sources, title="Presets & sources", icon=":material/menu_book:", url_path="sources"),
     st.Page(compare, title="Compare", icon=":material/compare:", url_path="compare"),
+    st.Page(deployment, title="Deployment", icon=":material/dns:", url_path="deploy"),
 ])
 page.run()
 st.session_state["_script_run_s"] = time.perf_counter() - _started  # read by benchmarks
