@@ -221,7 +221,8 @@ def policy_al_threshold(grid: StateGrid, penalty: float) -> tuple[IntArray, floa
     taus = np.unique(np.concatenate([[1.0], al[sched > 0]]))
     on = al[None, ...] >= taus[:, None, None, None]  # (T, B, S, W)
     cands = np.where(on, sched[None, ...], 0)
-    rates = [_expected(grid, grid.gpu_rate(penalty if _is_dynamic(c) else 0.0), c)
+    plain, charged = grid.gpu_rate(0.0), grid.gpu_rate(penalty)
+    rates = [_expected(grid, charged if _is_dynamic(c) else plain, c)
              for c in cands]  # T ≤ distinct ALs: a short loop over thresholds, not states
     k = int(np.argmax(rates))  # ties: the smallest τ, the fewest switches
     return cands[k].astype(np.int64), float(taus[k])

@@ -194,3 +194,18 @@ def test_buckets() -> None:
     assert np.sqrt(s[3] * s[4]) == pytest.approx(2048, rel=0.01)  # median in the middle
     b, w = DEFAULT_PROFILE.batch_buckets()
     assert b.min() == 4 and b.max() == 64 and w.sum() == pytest.approx(1.0)
+
+
+def test_a_saved_scenario_carries_its_profile(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from explorer.interfaces import view_state as us
+    from explorer.interfaces.store import ScenarioStore
+
+    link = "h1-1_64-3~b4096-1~s~p0.05"
+    view = {**us.DEFAULT_VALUES, "dp": link}
+    store = ScenarioStore(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    record = store.get(store.save(Scenario(), view).id)
+    state = us.decode_view(record.view)
+    assert state.warnings == () and state.values["dp"] == link
+    assert us.encode(state.values)["dp"] == link  # and the link it opens carries it
+    bad = us.decode_view({**view, "dp": "h1-1"})
+    assert bad.values["dp"] == us.DEFAULT_VALUES["dp"] and "dp" in bad.fell_back
