@@ -17,10 +17,12 @@ prices every state at every D once, as one broadcast grid (B × S × D for the s
 - `oracle`: the best D in every state, workload included, and no switching cost — the bound.
 
 Switching cost: a policy that changes D at run time pays `profile.switch_penalty` (a fraction of
-step time) on its speculative steps — an assumption, shown as such: the engines' dynamic
-draft-length paths (vLLM vllm/v1/spec_decode/dynamic/utils.py @14b450c clamps each range's K to
-num_speculative_tokens, so its draft graphs are captured for the largest K; TensorRT-LLM
-draft_len_schedule, llm_args.py @0004396) publish no figure for what a change costs. A dynamic
+step time) on its speculative steps. Why there is a cost: vLLM captures its FULL decode CUDA
+graphs for the single verify width 1 + num_speculative_tokens (vllm/v1/worker/gpu/
+cudagraph_utils.py @00383f8c, `uniform_decode_query_len`); a decode step at a smaller D is not
+"uniform decode" there and runs the mixed-mode (piecewise) graphs instead, and the dynamic
+schedule clamps each range's K to num_speculative_tokens (vllm/v1/spec_decode/dynamic/utils.py
+@14b450c). How much: no engine publishes it, so the size is an assumption, shown as such. A dynamic
 policy is kept only where it beats the simpler one after that cost, so, after costs as before,
 oracle ≥ batch_context_schedule ≥ batch_schedule ≥ static ≥ … and al_threshold ≥
 batch_schedule.
@@ -55,11 +57,14 @@ IntArray = npt.NDArray[np.int64]
 POLICY_NAMES: tuple[str, ...] = (
     "off", "static", "batch_schedule", "batch_context_schedule", "al_threshold", "oracle")
 SWITCH_COST_NOTE = (
-    "Switching cost: assumption — a policy that changes D at run time pays the profile's "
-    "switch penalty on its speculative steps; vLLM's dynamic speculative decoding "
-    "(vllm/v1/spec_decode/dynamic/utils.py @14b450c) clamps each batch range's K to "
-    "num_speculative_tokens, so draft CUDA graphs are captured for the largest D; no engine "
-    "publishes what a change of D costs. The oracle pays nothing: it is the bound.")
+    "Switching cost: vLLM captures its FULL decode CUDA graphs for one verify width, "
+    "1 + num_speculative_tokens (vllm/v1/worker/gpu/cudagraph_utils.py @00383f8c: "
+    "uniform_decode_query_len; a step of another width is not uniform decode and runs the "
+    "mixed-mode, piecewise graphs), so a policy that changes D at run time runs its steps below "
+    "the largest D piecewise. What that costs is an assumption (the profile's switch penalty, "
+    "charged on all of such a policy's speculative steps: an upper bound); TensorRT-LLM's "
+    "draft_len_schedule (llm_args.py @0004396) and SGLang publish no figure either. The oracle "
+    "pays nothing: it is the bound.")
 P90_NOTE = ("tokens/s per user p50 / p90: the speed that 50 % / 90 % of user-time gets at "
             "least (1 / the 50th / 90th percentile of time per output token, each state "
             "weighted by its share of time × B).")
