@@ -27,11 +27,13 @@ FloatArray = npt.NDArray[np.float64]
 RHO_GRID: tuple[float, ...] = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5)
 
 
-def step_ratio(scenario: Scenario, draft_len: npt.ArrayLike) -> FloatArray:
-    """(T_verif(B·W) + T_draft) / T_verif(B) at the scenario's B and S: the AL of break-even."""
+def step_ratio(scenario: Scenario, draft_len: npt.ArrayLike, batch: int | None = None
+               ) -> FloatArray:
+    """(T_verif(B·W) + T_draft) / T_verif(B) at the scenario's (or `batch`'s) B and its S: the
+    AL of break-even."""
     m = scenario_model(scenario)
     d = np.asarray(draft_len, dtype=np.float64)
-    g = m.grid(scenario.batch, d)
+    g = m.grid(scenario.batch if batch is None else batch, d)
     return np.asarray((g.t_verif_spec_s + g.t_draft_s) / g.t_verif_base_s, dtype=np.float64)
 
 
@@ -135,8 +137,8 @@ def break_even(scenario: Scenario, n_al: int = 41) -> BreakEven:
     m = scenario_model(scenario)
     al_s = m.acceptance(d).acceptance_length
     rows = []
-    for rho in RHO_GRID:  # one cached model per ρ: a short loop over the ρ axis
-        r = step_ratio(scenario.model_copy(update={"rho": rho}), d)
+    for rho in RHO_GRID:  # one cached model per ρ (B=1 in its key: B is passed to the grid)
+        r = step_ratio(scenario.model_copy(update={"rho": rho, "batch": 1}), d, scenario.batch)
         rows.append(al_s / r)
     return BreakEven(
         draft_len=[int(x) for x in d], acceptance_length=[float(x) for x in al],
