@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,3 +55,38 @@ def test_policy_order(case: tuple[StateGrid, float]) -> None:
     assert (chosen["off"][0] == 0).all()
     for idx, _ in chosen.values():
         assert np.take_along_axis(grid.allowed, idx[..., None], axis=-1).all()
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None)
+@given(mechanism=st.sampled_from(["eagle3", "mtp", "dflash", "dspark", "ngram", "external"]),
+       batches=st.lists(st.integers(1, 2048), min_size=1, max_size=5, unique=True),
+       median=st.sampled_from([512, 4096, 65536]), sigma=st.sampled_from([0.0, 0.5, 1.5]),
+       penalty=st.sampled_from([0.0, 0.05]))
+def test_policy_order_on_the_model(mechanism: str, batches: list[int], median: int,
+                                   sigma: float, penalty: float) -> None:
+    from explorer.analysis.deploy import POLICY_NAMES, deploy
+    from explorer.specs.deployment import (
+        ConcurrencyHistogram,
+        ContextLogNormal,
+        DeploymentProfile,
+    )
+    from explorer.specs.scenario import Scenario
+
+    model = "deepseek-v3" if mechanism == "mtp" else "llama-3.1-70b"
+    sc = Scenario(mechanism=mechanism, model=model, tp=8 if mechanism == "mtp" else 2)
+    profile = DeploymentProfile(
+        concurrency=ConcurrencyHistogram(batches=tuple(sorted(batches)),
+                                         weights=(1.0,) * len(batches)),
+        context=ContextLogNormal(median=median, sigma=sigma, buckets=4),
+        switch_penalty=penalty)
+    r = deploy(sc, profile)
+    gpu = {p.name: p.tokens_per_s_per_gpu for p in r.policies}
+    assert list(gpu) == list(POLICY_NAMES)
+    tol = 1e-9 * gpu["oracle"]
+    assert all(gpu["oracle"] >= v - tol for v in gpu.values())
+    assert gpu["batch_schedule"] >= gpu["static"] - tol >= gpu["off"] - 2 * tol
+    assert gpu["batch_context_schedule"] >= gpu["batch_schedule"] - tol
+    assert gpu["al_threshold"] >= gpu["batch_schedule"] - tol
+    assert r.policy("off").speedup == 1.0
+    assert all(0.0 <= p.gap_to_oracle <= 1.0 for p in r.policies)
