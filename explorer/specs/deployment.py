@@ -55,7 +55,7 @@ DEFAULT_NOTES: tuple[str, ...] = (
     "Default context: assumption — log-normal, median 2048 tokens, σ(ln S) = 1.0, 8 buckets.",
     "Default workload: the scenario's own AL source, weight 1.",
     "Default switching cost: assumption — +1 % on the speculative steps of a policy that changes "
-    "D at run time (no engine figure found).",
+    "D at run time (no engine publishes the cost of running a step below its captured D).",
     "B, S and workload are assumed independent.",
 )
 

@@ -241,7 +241,10 @@ def render(sc: Scenario | None) -> None:
     st.dataframe(policy_table(result), hide_index=True, width="stretch", key="dp_policies")
     st.caption("p50 / p90 per user: the speed that 50 % / 90 % of user-time gets at least "
                "(1 / the 50th / 90th percentile of time per output token; each state weighted "
-               "by its share of time × B). Gap: 1 − tokens/s per GPU / the oracle's.")
+               "by its share of time × B). Gap: 1 − tokens/s per GPU / the oracle's. "
+               f"Switching cost: +{profile.switch_penalty:.1%} on the speculative steps of a "
+               "policy that changes D at run time — an assumption (why there is one: "
+               "Assumptions, below).")
     st.plotly_chart(fig.schedule_heatmap(result.schedule), width="stretch", key="dp_fig_sched")
     s = result.schedule
     st.caption(md_text(

@@ -66,3 +66,17 @@ def test_a_bad_profile_in_the_editor_names_the_field() -> None:
     at.button[0].click().run()
     assert any("concurrency.batches.0" in e.value.replace("\\", "") for e in at.error)
     assert us.DEFAULT_VALUES["dp"] == DEFAULT_PROFILE.to_url()
+
+
+def test_the_inverse_question_follows_its_inputs() -> None:
+    from explorer.analysis.inverse import required_al, required_to_beat
+
+    at = goto(run_app(), "deploy")
+    at.number_input(key="dp_target").set_value(3.0).run()
+    want = required_al(Scenario(), 3.0)
+    shown = " ".join(x.value.replace("\\", "") for x in [*at.success, *at.warning])
+    assert f"AL ≥ {want.acceptance_length:.2f} at D = {want.draft_len}" in shown
+    at.selectbox(key="dp_beat").set_value("ngram").run()
+    beat = required_to_beat(Scenario(), "ngram")
+    shown = " ".join(x.value.replace("\\", "") for x in [*at.success, *at.warning])
+    assert "match ngram" in shown and f"AL ≥ {beat.acceptance_length:.2f}" in shown
