@@ -3,6 +3,7 @@ the AL a drafter must reach. The profile is the `dp` view setting (URL, saved sc
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
@@ -29,8 +30,10 @@ from explorer.specs.deployment import (
     profile_error,
     profile_from_url,
 )
+from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
 from explorer.specs.settings import SETTING_BY_KEY
+from explorer.ui import data_page
 from explorer.ui import deploy_figures as fig
 from explorer.ui.text import md_text
 
@@ -51,9 +54,24 @@ def current_profile() -> DeploymentProfile:
         return profile_from_url(str(SETTING_BY_KEY[PROFILE_KEY].default))
 
 
+def uploaded_curves(mechanism: str) -> dict[str, AcceptanceCurve]:
+    """This session's uploaded AL curves of the mechanism (or of none named), as workload
+    sources: `upload:<file>#<n>` (characters the link form uses as separators replaced)."""
+    out: dict[str, AcceptanceCurve] = {}
+    for name, result in data_page.datasets().items():
+        for i, c in enumerate(result.curves):
+            if c.mechanism in (None, mechanism):
+                key = re.sub(r"[|*~]", "_", f"upload:{name}#{i}")[:200]
+                out[key] = c
+    return out
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
-def _deploy(scenario_json: str, profile_url: str) -> DeployResult:
-    return deploy(Scenario.model_validate_json(scenario_json), profile_from_url(profile_url))
+def _deploy(scenario_json: str, profile_url: str,
+            uploads: tuple[tuple[str, str], ...] = ()) -> DeployResult:
+    extra = {k: AcceptanceCurve.model_validate_json(v) for k, v in uploads}
+    return deploy(Scenario.model_validate_json(scenario_json), profile_from_url(profile_url),
+                  extra)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -114,14 +132,15 @@ def profile_of_form(form: dict[str, Any]) -> DeploymentProfile:
         raise ValueError(profile_error(exc)) from None
 
 
-def _editor(profile: DeploymentProfile, mechanism: str) -> None:
+def _editor(profile: DeploymentProfile, mechanism: str,
+            uploads: dict[str, AcceptanceCurve]) -> None:
     """The compact profile editor: Apply writes the profile to the session and the link."""
     c, s = profile.concurrency, profile.context
     day = c.per_hour if isinstance(c, ConcurrencyDay) else ConcurrencyDay().per_hour
     hist = ("" if isinstance(c, ConcurrencyDay) else
             ", ".join(f"{b}:{w:g}" for b, w in zip(c.batches, c.weights, strict=True)))
     lognormal = not isinstance(s, ContextBuckets)
-    curves = [k for k, v in sample_curves().items() if v.mechanism == mechanism]
+    curves = [*uploads, *(k for k, v in sample_curves().items() if v.mechanism == mechanism)]
     chosen = [w.source for w in profile.workload]
     with st.expander("Deployment profile", expanded=False), st.form("dp_form"):
         a, b, w = st.columns(3)
@@ -154,8 +173,10 @@ def _editor(profile: DeploymentProfile, mechanism: str) -> None:
                                                if x not in curves and x != SCENARIO_SOURCE]]
         form["workloads"] = w.multiselect(
             "Workload mix (AL sources)", options, default=chosen, key="dp_workloads",
-            help="'scenario': the scenario's own AL source; the others: shipped measured "
-            "curves of this mechanism (datasets, SPEED-Bench categories)")
+            format_func=lambda k: f"{k} ({uploads[k].label[:60]})" if k in uploads else k,
+            help="'scenario': the scenario's own AL source; upload:…: curves you loaded on the "
+            "Measured data page (a SPEED-Bench report gives one per category); the others: "
+            "shipped measured curves of this mechanism (datasets, SPEED-Bench categories)")
         form["workload_weights"] = w.text_input(
             "Weights (in that order; empty: equal)",
             ", ".join(f"{x.weight:g}" for x in profile.workload), key="dp_workload_weights")
@@ -224,9 +245,12 @@ def render(sc: Scenario | None) -> None:
         st.error("The sidebar's scenario cannot be evaluated: fix it on the Explorer page.")
         return
     profile = current_profile()
-    _editor(profile, sc.mechanism)
+    uploads = uploaded_curves(sc.mechanism)
+    _editor(profile, sc.mechanism, uploads)
+    used = {w.source for w in profile.workload}
     try:
-        result = _deploy(sc.model_dump_json(), profile.to_url())
+        result = _deploy(sc.model_dump_json(), profile.to_url(), tuple(
+            (k, c.model_dump_json()) for k, c in uploads.items() if k in used))
     except ScenarioError as exc:
         st.error(md_text(f"The profile cannot be evaluated — {exc.field}: {exc.message}"))
         return

@@ -80,3 +80,28 @@ def test_the_inverse_question_follows_its_inputs() -> None:
     beat = required_to_beat(Scenario(), "ngram")
     shown = " ".join(x.value.replace("\\", "") for x in [*at.success, *at.warning])
     assert "match ngram" in shown and f"AL ≥ {beat.acceptance_length:.2f}" in shown
+
+
+def test_uploaded_categories_are_workloads() -> None:
+    """A SPEED-Bench report loaded on the Data page offers its categories as the mix."""
+    from tests.support.paths import SAMPLES
+
+    at = goto(run_app(), "data")
+    data = (SAMPLES / "speed_bench_report_D3.csv").read_bytes()
+    at.file_uploader(key="upload").set_value(("speed_bench_report_D3.csv", data, "text/csv")).run()
+    assert not at.exception and not at.session_state["upload_errors"]
+    at = goto(at, "deploy")
+    options = at.multiselect(key="dp_workloads").options
+    uploads = [o for o in options if o.startswith("upload:")]
+    assert len(uploads) >= 7
+    ms = at.multiselect(key="dp_workloads")
+    for o in uploads[:7]:
+        ms.select(o)
+    ms.unselect("scenario")
+    at.text_input(key="dp_workload_weights").set_value("")
+    at.button[0].click().run()
+    assert not at.exception
+    rows = at.dataframe
+    spread = next(d for d in rows if "tokens_per_s_per_user_p90" in d.value.columns).value
+    assert len(spread) == 7
+    assert spread["tokens_per_s_per_user_mean"].nunique() > 1  # categories differ
