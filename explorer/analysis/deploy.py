@@ -194,7 +194,7 @@ def policy_off(grid: StateGrid) -> IntArray:
 
 
 def policy_static(grid: StateGrid) -> IntArray:
-    """One D for the whole profile (a D not allowed in some state is not a static choice)."""
+    """One D for the whole profile (plain decoding in the states where that D cannot run)."""
     return _argmax_over(grid.gpu_rate(), grid.weight, (0, 1, 2))
 
 
