@@ -13,6 +13,7 @@ from explorer.ui import (
     compare_page,
     controls,
     data_page,
+    deploy_page,
     explorer_page,
     model_upload,
     share,
@@ -65,6 +66,10 @@ def codesign() -> None:
     codesign_page.render(scenario_now)
 
 
+def deployment() -> None:
+    deploy_page.render(scenario_now())
+
+
 model_upload.sidebar_note()  # a model from its config.json replaces the preset (Measured data)
 share.save_panel(values, scenario_now)
 
@@ -74,6 +79,7 @@ page = st.navigation([
     st.Page(sources, title="Presets & sources", icon=":material/menu_book:", url_path="sources"),
     st.Page(compare, title="Compare", icon=":material/compare:", url_path="compare"),
     st.Page(codesign, title="Co-design", icon=":material/grid_on:", url_path="codesign"),
+    st.Page(deployment, title="Deployment", icon=":material/dns:", url_path="deploy"),
 ])
 page.run()
 st.session_state["_script_run_s"] = time.perf_counter() - _started  # read by benchmarks

@@ -101,6 +101,8 @@ def offered(s: Setting, values: Mapping[str, Any]) -> list[Any]:
 
 def why_not(s: Setting, value: Any, values: Mapping[str, Any]) -> str | None:
     """Why a link may not give this value for the setting (None: it may)."""
+    if s.validate is not None:
+        return s.validate(str(value))
     if s.presets is not None:
         choices = offered(s, values)
         if value in choices:
@@ -192,7 +194,7 @@ def decode(params: Mapping[str, str | list[str]]) -> ViewState:
         key, raw = p.key, params[p.key]
         text = _first(raw)
         # One warning per parameter: a repeated one is named with what its first value did.
-        too_long = len(text) > MAX_PARAM_CHARS
+        too_long = len(text) > max(MAX_PARAM_CHARS, p.setting.max_chars)
         name = f"URL parameter '{key if too_long else f'{key}={_clip(text)}'}' ({p.label})"
         if isinstance(raw, list) and len(raw) > 1:
             given = ", ".join(repr(_clip(x, 20)) for x in raw[:4]) + (" …" if len(raw) > 4

@@ -33,6 +33,7 @@ breaks it falls back to the setting's default with a message naming it (view_sta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -41,9 +42,10 @@ from pydantic import Field, ValidationError
 from explorer.base.dtypes import KV_DTYPES, WEIGHT_DTYPES
 from explorer.base.engines import DEFAULT_ENGINE, SERVING_ENGINES
 from explorer.base.limits import MAX_DRAFT_LEN, VIEW_MAX_DRAFT_LEN
+from explorer.specs.deployment import DEFAULT_PROFILE_URL, URL_MAX_CHARS, url_problem
 
 Scalar = int | float | str
-WidgetKind = Literal["select", "select_slider", "slider", "radio", "number"]
+WidgetKind = Literal["select", "select_slider", "slider", "radio", "number", "text"]
 # Preset tables a setting can take its choices from (resolved by explorer.presets.preset_table).
 PresetTable = Literal["hardware", "model", "mechanism", "sample_curve"]
 
@@ -91,6 +93,12 @@ class Setting:
     applies_when: tuple[str, Scalar] | None = None  # only meaningful when that setting has that
     flag: str | None = None  # CLI flag (scenario options; view-only ones on `scenario save`)
     sweep: bool = False  # `sweep` takes a list or range for it
+    # A "text" setting: its own check of a link's value (None: valid), its longest value, and
+    # examples of valid values other than the default (tests and docs read them).
+    validate: Callable[[str], str | None] | None = None
+    max_chars: int = 200
+    examples: tuple[Scalar, ...] = ()
+    page: str | None = None  # edited on that page, not in the sidebar (kept in the session)
 
     @property
     def scenario_default(self) -> Scalar | None:
@@ -180,6 +188,14 @@ SETTINGS: tuple[Setting, ...] = (
             "Acceptance", presets="sample_curve", preset_of=("mechanism", "mech"),
             none_value="", none_label="— pick one —",
             applies_when=("acc", "sample")),
+    # The deployment profile (explorer/specs/deployment.py), edited on the Deployment page.
+    Setting("dp", "deployment profile", "Deployment profile", str, DEFAULT_PROFILE_URL,
+            "Deployment", description="concurrency, context and workload distributions "
+            "(compact form; JSON: `deploy --profile`)", kind="text", validate=url_problem,
+            max_chars=URL_MAX_CHARS, page="deploy",
+            examples=("h1-1_8-2_64-1~b2048-3_32768-1~s",
+                      "d8_8_8_8_8_8_8_8_16_16_16_16_32_32_32_32_16_16_16_16_8_8_8_8~l4096-1.5-6~"
+                      "eagle3/Llama-3.3-70B-Instruct/MT-bench*2|scenario*1~p0")),
     # View-only targets: they shape the Pareto and cost answers, not the scenario.
     Setting("slo", "per-user SLO (tokens/s)", "Per-user speed target (tokens/s)", float, 30.0,
             "Targets", description="per-user speed target (tokens/s) for the view",

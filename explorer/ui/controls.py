@@ -124,6 +124,20 @@ def _widget(s: Setting, v: dict[str, Any]) -> Any:
                         **common)
 
 
+def page_setting(s: Setting) -> Any:
+    """A setting edited on its own page: kept in the session (from the link on the first run)
+    and written to the link here, on every page, so the view and a saved scenario carry it."""
+    if s.key not in st.session_state:
+        raw = st.query_params.get_all(s.key)
+        st.session_state[s.key] = us.decode({s.key: raw}).values[s.key] if raw else s.default
+    value = st.session_state[s.key]
+    if value != s.default:
+        st.query_params[s.key] = us.spelled(value)
+    elif s.key in st.query_params:
+        del st.query_params[s.key]
+    return value
+
+
 def sidebar() -> dict[str, Any]:
     """Render the controls; return the values keyed like the URL."""
     v: dict[str, Any] = {}
@@ -131,6 +145,9 @@ def sidebar() -> dict[str, Any]:
     section = None
     last_override = [s.key for s in SETTINGS if s.overrides_preset][-1:]
     for s in SETTINGS:
+        if s.page is not None:
+            v[s.key] = page_setting(s)
+            continue
         if s.section != section:
             (sb.header if section is None else sb.subheader)(s.section)
             section = s.section

@@ -37,6 +37,8 @@ def with_context(s: Setting, value: Any) -> dict[str, Any]:
 
 def choices(s: Setting) -> list[Any]:
     """Every value a link or widget may hold for the setting (a sample of a continuous range)."""
+    if s.kind == "text":
+        return [s.default, *s.examples]
     if s.options:
         return list(s.options)
     if s.presets is not None:  # every slug offered with some value of the others
@@ -258,7 +260,7 @@ def test_an_old_stored_view_keeps_opening(tmp_path: Path):
     assert record.view == old
     state = us.decode_view(record.view)
     assert state.warnings == ()
-    assert state.values == old | {"w": 0, "eng": "vllm"}
+    assert state.values == old | {"w": 0, "eng": "vllm", "dp": us.DEFAULT_VALUES["dp"]}
     assert us.scenario_from_view(state.values) == sc
     assert sc.engine == "vllm"
 
@@ -323,7 +325,7 @@ def test_sweep_lists_exactly_the_declared_settings():
 def test_cli_modules_import_without_a_cycle():
     """options ← scenario ← commands ← __init__: each module uses only the ones before it."""
     pkg = "explorer.interfaces.cli"
-    order = ["options", "scenario", "commands", "__init__"]
+    order = ["options", "scenario", "deploy", "commands", "__init__"]
     for i, name in enumerate(order):
         path = ROOT / "explorer" / "interfaces" / "cli" / f"{name}.py"
         uses: set[str] = set()
@@ -342,4 +344,10 @@ def test_the_settings_module_is_the_specs_layer():
     tree = ast.parse((ROOT / "explorer" / "specs" / "settings.py").read_text(encoding="utf-8"))
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     own = {m for m in modules if m.startswith("explorer")}
-    assert all(m.startswith("explorer.base.") for m in own), own
+    # …and explorer.specs.deployment, a leaf that imports no explorer module (checked below):
+    # it gives the deployment-profile setting its default and its check.
+    assert all(m.startswith("explorer.base.") or m == "explorer.specs.deployment"
+               for m in own), own
+    leaf = ast.parse((ROOT / "explorer" / "specs" / "deployment.py").read_text(encoding="utf-8"))
+    assert not {n.module for n in ast.walk(leaf) if isinstance(n, ast.ImportFrom)
+                and (n.module or "").startswith("explorer")}

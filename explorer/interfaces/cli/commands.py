@@ -15,6 +15,7 @@ from explorer.analysis.recommend import recommend
 from explorer.analysis.sweep import sweep
 from explorer.base.errors import ScenarioError
 from explorer.base.quoting import escape_controls
+from explorer.interfaces.cli import deploy as deploy_commands
 from explorer.interfaces.cli import scenario as scenario_commands
 from explorer.interfaces.cli.options import (
     DESIGN_FLAGS,
@@ -30,6 +31,7 @@ from explorer.interfaces.cli.options import (
 from explorer.measured import validate_path
 from explorer.model.kernels import attention_time, gemm_time
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
+from explorer.specs.deployment import profile_json_schema
 from explorer.specs.hardware import HardwareSpec
 from explorer.specs.scenario import scenario_json_schema
 from explorer.specs.settings import DTYPE_OPTIONS, KV_DTYPE_OPTIONS
@@ -50,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", help="write to FILE (.parquet or .csv) instead of CSV on stdout")
     add_design_options(sw)
     sub.add_parser("presets", help="list preset names").add_argument("--json", action="store_true")
-    sub.add_parser("schema", help="print the scenario JSON schema")
+    sub.add_parser("schema", help="print the scenario JSON schema").add_argument(
+        "--profile", action="store_true", help="the deployment profile's schema instead")
+    deploy_commands.add_parsers(sub)
     v = sub.add_parser("validate", help="recognise and check a measured-data file")
     v.add_argument("file")
     v.add_argument("--json", action="store_true")
@@ -245,10 +249,11 @@ def cmd_kernel(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    print(scenario_json_schema())
+    print(profile_json_schema() if args.profile else scenario_json_schema())
     return 0
 
 
 COMMANDS = {"validate": cmd_validate, "evaluate": cmd_evaluate, "recommend": cmd_recommend,
             "sweep": cmd_sweep, "presets": cmd_presets, "kernel": cmd_kernel,
-            "scenario": scenario_commands.cmd_scenario, "schema": cmd_schema}
+            "scenario": scenario_commands.cmd_scenario, "schema": cmd_schema,
+            **deploy_commands.COMMANDS}

@@ -1,0 +1,107 @@
+"""AppTest: the Deployment page shows deploy()'s figures, edits the profile into the link."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.analysis.deploy import POLICY_NAMES, deploy
+from explorer.interfaces import view_state as us
+from explorer.specs.deployment import DEFAULT_PROFILE, profile_from_url
+from explorer.specs.scenario import Scenario
+from tests.support.apptest import goto, run_app
+
+
+def policy_rows(at) -> dict[str, dict[str, object]]:
+    df = next(d for d in at.dataframe if "policy" in d.value.columns).value
+    return {str(r["policy"]): dict(r) for _, r in df.iterrows()}
+
+
+def test_page_agrees_with_deploy_for_the_default() -> None:
+    at = goto(run_app(), "deploy")
+    rows = policy_rows(at)
+    assert list(rows) == list(POLICY_NAMES)
+    api = deploy(Scenario(), DEFAULT_PROFILE)
+    for p in api.policies:
+        row = rows[p.name]
+        assert row["tokens/s per GPU"] == pytest.approx(p.tokens_per_s_per_gpu, abs=0.05)
+        assert row["tokens/s per user p50"] == pytest.approx(p.tokens_per_s_per_user_p50,
+                                                             abs=0.05)
+        assert row["tokens/s per user p90"] == pytest.approx(p.tokens_per_s_per_user_p90,
+                                                             abs=0.05)
+        assert row["gap to oracle"] == f"{p.gap_to_oracle:.1%}"
+    assert len(at.get("plotly_chart")) == 3  # D*(B, S), (D, AL), (D, ρ)
+    assert any("AL ≥" in s.value for s in [*at.success, *at.warning])
+
+
+def test_a_profile_link_opens_and_the_editor_writes_the_link() -> None:
+    link = "h1-1_64-1~b4096-1~s"
+    at = goto(run_app(dp=link), "deploy")
+    rows = policy_rows(at)
+    api = deploy(Scenario(), profile_from_url(link))
+    assert rows["oracle"]["tokens/s per GPU"] == pytest.approx(
+        api.policy("oracle").tokens_per_s_per_gpu, abs=0.05)
+    at.text_input(key="dp_hist").set_value("1:1, 8:1")
+    at.button[0].click().run()  # the form's Apply
+    assert not at.exception
+    link = at.query_params["dp"]
+    link = link[0] if isinstance(link, list) else link
+    assert link.startswith("h1-1_8-1~b4096-1")
+    want = deploy(Scenario(), profile_from_url(link))
+    assert policy_rows(at)["static"]["tokens/s per GPU"] == pytest.approx(
+        want.policy("static").tokens_per_s_per_gpu, abs=0.05)
+
+
+def test_a_bad_profile_link_warns_and_falls_back() -> None:
+    at = run_app(dp="h0-1~s~s")
+    assert any("dp" in w.value for w in at.warning)
+    at = goto(at, "deploy")
+    assert list(policy_rows(at)) == list(POLICY_NAMES)
+    assert "dp" not in at.query_params
+
+
+def test_a_bad_profile_in_the_editor_names_the_field() -> None:
+    at = goto(run_app(), "deploy")
+    at.radio(key="dp_conc_kind").set_value("histogram")
+    at.text_input(key="dp_hist").set_value("0:1")
+    at.button[0].click().run()
+    assert any("concurrency.batches.0" in e.value.replace("\\", "") for e in at.error)
+    assert us.DEFAULT_VALUES["dp"] == DEFAULT_PROFILE.to_url()
+
+
+def test_the_inverse_question_follows_its_inputs() -> None:
+    from explorer.analysis.inverse import required_al, required_to_beat
+
+    at = goto(run_app(), "deploy")
+    at.number_input(key="dp_target").set_value(3.0).run()
+    want = required_al(Scenario(), 3.0)
+    shown = " ".join(x.value.replace("\\", "") for x in [*at.success, *at.warning])
+    assert f"AL ≥ {want.acceptance_length:.2f} at D = {want.draft_len}" in shown
+    at.selectbox(key="dp_beat").set_value("ngram").run()
+    beat = required_to_beat(Scenario(), "ngram")
+    shown = " ".join(x.value.replace("\\", "") for x in [*at.success, *at.warning])
+    assert "match ngram" in shown and f"AL ≥ {beat.acceptance_length:.2f}" in shown
+
+
+def test_uploaded_categories_are_workloads() -> None:
+    """A SPEED-Bench report loaded on the Data page offers its categories as the mix."""
+    from tests.support.paths import SAMPLES
+
+    at = goto(run_app(), "data")
+    data = (SAMPLES / "speed_bench_report_D3.csv").read_bytes()
+    at.file_uploader(key="upload").set_value(("speed_bench_report_D3.csv", data, "text/csv")).run()
+    assert not at.exception and not at.session_state["upload_errors"]
+    at = goto(at, "deploy")
+    options = at.multiselect(key="dp_workloads").options
+    uploads = [o for o in options if o.startswith("upload:")]
+    assert len(uploads) >= 7
+    ms = at.multiselect(key="dp_workloads")
+    for o in uploads[:7]:
+        ms.select(o)
+    ms.unselect("scenario")
+    at.text_input(key="dp_workload_weights").set_value("")
+    at.button[0].click().run()
+    assert not at.exception
+    rows = at.dataframe
+    spread = next(d for d in rows if "tokens_per_s_per_user_p90" in d.value.columns).value
+    assert len(spread) == 7
+    assert spread["tokens_per_s_per_user_mean"].nunique() > 1  # categories differ
