@@ -1,8 +1,10 @@
-"""Speedup intervals from the AL source's draws (draws are an array axis, seeded).
+"""Speedup intervals from the AL source's draws and the timing model's error (draws are an
+array axis, seeded).
 
-speedup_k = T_verif(B)·AL_k / (T_verif(B(1+D)) + T_draft): the timing model is held fixed —
-the hardware presets record no cross-validated timing error yet, so the intervals carry the
-acceptance uncertainty only (said where they are shown).
+speedup_k = T_verif(B)·AL_k / (T_verif(B(1+D)) + T_draft) · exp(σ_t(D)·z_k): σ_t is the
+verify-cost ratio's log error against the measured step reference (analysis/timing_error.py).
+One z per draw for every option: the timing model errs alike for every mechanism, so the
+error widens each interval without changing which option wins a draw.
 """
 
 from __future__ import annotations
@@ -10,20 +12,28 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from explorer.model.acceptance_source import ALResult, quantiles
+from explorer.analysis.timing_error import timing_error
+from explorer.model.acceptance_source import N_DRAWS, ALResult, quantiles, standard_normal
 from explorer.model.grid import GridResult
 
 FloatArray = npt.NDArray[np.float64]
-TIMING_NOTE = ("80 % interval of the AL source's draws; the timing model is held fixed (no "
-               "cross-validated timing error is recorded for the hardware presets)")
 
 
-def speedup_draws(g: GridResult, al: ALResult) -> FloatArray:
-    """Speedup draws, shape (draws, *grid shape): the grid's times with each AL draw."""
+def timing_note() -> str:
+    return f"80 % interval of the AL source's draws and of the timing error: {timing_error().note}"
+
+
+def speedup_draws(g: GridResult, al: ALResult, draft_len: npt.ArrayLike) -> FloatArray:
+    """Speedup draws, shape (N_DRAWS, *grid shape): the grid's times with each AL draw, each
+    scaled by the timing error at its D."""
     step = np.asarray(g.t_verif_spec_s + g.t_draft_s, dtype=np.float64)
-    return np.asarray(np.asarray(g.t_verif_base_s)[None, ...] * al.draws() / step[None, ...],
+    plain = np.asarray(g.t_verif_base_s)[None, ...] * al.draws() / step[None, ...]
+    sigma = timing_error().sigma(draft_len)
+    z = standard_normal("timing").reshape((N_DRAWS, *([1] * np.ndim(plain[0]))))
+    return np.asarray(np.broadcast_to(plain, (N_DRAWS, *plain.shape[1:])) * np.exp(sigma * z),
                       dtype=np.float64)
 
 
-def speedup_interval(g: GridResult, al: ALResult) -> tuple[FloatArray, FloatArray]:
-    return quantiles(speedup_draws(g, al))
+def speedup_interval(g: GridResult, al: ALResult, draft_len: npt.ArrayLike
+                     ) -> tuple[FloatArray, FloatArray]:
+    return quantiles(speedup_draws(g, al, draft_len))
