@@ -70,6 +70,30 @@ def roofline_records() -> tuple[RooflineRecord, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class RooflineHeldOut:
+    """data/roofline_loo.csv: one GPU's error when the recorded roofline form is fitted on the
+    other GPUs (leave-one-GPU-out), per kind and dtype."""
+
+    kind: str
+    dtype: str
+    engine: str
+    gpu: str
+    mape: float
+    bias: float
+    mape_serving: float
+    bias_serving: float
+
+
+@lru_cache(maxsize=1)
+def roofline_held_out() -> tuple[RooflineHeldOut, ...]:
+    return tuple(
+        RooflineHeldOut(r["kind"], r["dtype"], r["engine"], r["gpu"], float(r["loo_mape"]),
+                        float(r["loo_bias"]), float(r["loo_mape_serving"]),
+                        float(r["loo_bias_serving"]))
+        for r in _rows("roofline_loo.csv"))
+
+
 def roofline_fits_for(slug: str, vendor: str
                       ) -> tuple[tuple[GemmRooflineFit, ...], tuple[AttentionRooflineFit, ...]]:
     """The fits a hardware preset uses: its architecture's where one was fitted on it, else

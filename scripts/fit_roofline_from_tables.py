@@ -41,6 +41,7 @@ from scipy.optimize import least_squares
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from explorer.analysis.roofline_check import ROOFLINE_TARGET_MAPE, why_missed
 from explorer.base.dtypes import ACT_QUANT_BYTES, GEMM_OPERAND_BYTES
 from explorer.kernel_tables import (
     SYSTEM_FOR_PRESET,
@@ -216,7 +217,7 @@ def pct(x: float) -> str:
 ARCH: dict[str, str] = {"a100": "ampere", "l40s": "ada", "h100": "hopper", "h200": "hopper",
                         "b200": "blackwell", "gb200": "blackwell", "b300": "blackwell"}
 RULES = ("all GPUs", "same architecture")
-TARGET_MAPE = 0.12
+TARGET_MAPE = ROOFLINE_TARGET_MAPE
 
 
 def training_set(rule: str, held: str, gpus: list[str]) -> list[str]:
@@ -244,14 +245,7 @@ class DtypeResult:
 
     def why_missed(self) -> str:
         """Why the LOO target is missed: the form itself (own fit) or the transfer."""
-        if self.loo_serving <= TARGET_MAPE:
-            return ""
-        if self.own_fit > TARGET_MAPE:
-            return (f"the form cannot follow these kernels: even fitted on each GPU's own data "
-                    f"it misses by {self.own_fit:.1%} on average (the measured times are not a "
-                    "roofline of m, n, k: kernel selection changes with the shape)")
-        return (f"each GPU alone fits to {self.own_fit:.1%}, but the parameters do not carry "
-                "between GPUs (their kernels reach different shares of the spec-sheet peaks)")
+        return why_missed(self.loo_serving, self.own_fit)
 
 
 def fit_dtype(engine: str, dtype: str, stride: int, aligned_only: bool,

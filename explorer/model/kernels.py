@@ -85,7 +85,7 @@ def gemm_roofline(hw: HardwareSpec, flops: ArrayLike, nbytes: ArrayLike, dtype: 
     compute = fl / (peak * fit.eta_c)
     memory = nb / (hw.hbm_bw_bytes_per_s * fit.eta_m)
     time = kernels * fit.floor_s + p_norm(compute, memory, fit.p)
-    return KernelTime(np.asarray(time), compute, memory, fl, nb, kernels * fit.floor_s)
+    return KernelTime(time, compute, memory, fl, nb, kernels * fit.floor_s)
 
 
 def gemm_time(
@@ -148,4 +148,4 @@ def attention_time(
     # hard max against compute (a partly filled tile costs a full one).
     memory = nbytes / (hw.hbm_bw_bytes_per_s * fit.efficiency(nbytes))
     time = fit.floor_s + np.maximum(compute, memory)
-    return KernelTime(np.asarray(time), compute, memory, useful_flops, nbytes, fit.floor_s)
+    return KernelTime(time, compute, memory, useful_flops, nbytes, fit.floor_s)
