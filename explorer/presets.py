@@ -64,8 +64,9 @@ def roofline_records() -> tuple[RooflineRecord, ...]:
                 loo_mape_all=float(r["loo_mape_all"]), **common)
         else:
             fit = AttentionRooflineFit(
-                kv_dtype=r["dtype"], eta_max=float(r["eta_m"]), half_bytes=float(r["half_bytes"]),
-                q=float(r["q"]), **common)
+                kv_dtype=r["dtype"], size=cast(Any, r["form"]), eta_max=float(r["eta_m"]),
+                half=float(r["half_bytes"]), q=float(r["q"]),
+                per_row_s=float(r["per_row_ns"] or 0.0) * 1e-9, **common)
         out.append(RooflineRecord(r["scope"], tuple(r["gpus"].split()), fit))
     return tuple(out)
 

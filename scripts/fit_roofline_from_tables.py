@@ -321,14 +321,19 @@ ATT_KV_BYTES = {"bf16": 2.0, "fp8": 1.0}
 @dataclass(frozen=True)
 class AttPoints:
     gpu: str
-    nbytes: FloatArray
+    nbytes: FloatArray  # KV bytes read: B·S·2·n_kv·h·b
+    units: FloatArray  # work units B·n_kv (one per sequence and KV head)
+    q_rows: FloatArray  # B·n_q (sequence × query head)
     latency_s: FloatArray
     bw_bytes_per_s: float
 
+    def take(self, step: int) -> AttPoints:
+        return AttPoints(self.gpu, self.nbytes[::step], self.units[::step], self.q_rows[::step],
+                         self.latency_s[::step], self.bw_bytes_per_s)
+
 
 def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
-    """Measured generation-attention points (full attention, q_len 1) per GPU: KV bytes
-    B·S·2·n_kv·h·b read, latency."""
+    """Measured generation-attention points (full attention, q_len 1) per GPU."""
     presets = hardware_presets()
     out = []
     for slug, system in SYSTEM_FOR_PRESET.items():
@@ -337,25 +342,34 @@ def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
         table = load_generation_attention_table(slug, engine, kv_dtype)
         if not isinstance(table, GenerationAttentionTable):
             continue
-        xs, ts = [], []
-        for (_, kv, head_dim, window), cfg in table.configs.items():
+        cols: list[list[FloatArray]] = [[], [], [], []]
+        for (q_heads, kv, head_dim, window), cfg in table.configs.items():
             if window:
                 continue
             ib, isx = np.nonzero(cfg.measured)
             b = cfg.batch_values[ib].astype(np.float64)
             s = cfg.kv_len_values[isx].astype(np.float64)
-            xs.append(b * s * 2.0 * kv * head_dim * ATT_KV_BYTES[kv_dtype])
-            ts.append(np.exp(cfg.log_latency[ib, isx]))
-        if xs:
-            out.append(AttPoints(slug, np.concatenate(xs), np.concatenate(ts),
-                                 presets[slug].hbm_bw_bytes_per_s))
+            cols[0].append(b * s * 2.0 * kv * head_dim * ATT_KV_BYTES[kv_dtype])
+            cols[1].append(b * kv)
+            cols[2].append(b * q_heads)
+            cols[3].append(np.exp(cfg.log_latency[ib, isx]))
+        if cols[0]:
+            x, u, r, t = (np.concatenate(c) for c in cols)
+            out.append(AttPoints(slug, x, u, r, t, presets[slug].hbm_bw_bytes_per_s))
     return out
 
 
-def att_predict(x: FloatArray, pts: AttPoints) -> FloatArray:
-    floor, eta_max, half, q = x
-    eta = eta_max / (1.0 + (half / np.maximum(pts.nbytes, 1.0)) ** q)
-    return np.asarray(floor + pts.nbytes / (pts.bw_bytes_per_s * eta))
+# Candidate forms: η by the bytes read (small reads do not stream at full bandwidth), or by
+# the work units B·n_kv (few units leave SMs idle) plus a cost per (sequence, query head).
+ATT_FORMS = ("bytes", "units")
+
+
+def att_predict(form: str, x: FloatArray, pts: AttPoints) -> FloatArray:
+    floor, eta_max, half, q, per_row = x
+    size = pts.nbytes if form == "bytes" else pts.units
+    eta = eta_max / (1.0 + (half / np.maximum(size, 1.0)) ** q)
+    extra = per_row * pts.q_rows if form == "units" else 0.0
+    return np.asarray(floor + extra + pts.nbytes / (pts.bw_bytes_per_s * eta))
 
 
 def att_today(pts: AttPoints) -> FloatArray:
@@ -365,30 +379,41 @@ def att_today(pts: AttPoints) -> FloatArray:
                                  hw.kernel_floor_s))
 
 
-def att_fit(train: list[AttPoints]) -> FloatArray:
+def att_fit(form: str, train: list[AttPoints]) -> FloatArray:
     weights = [1.0 / np.sqrt(p.nbytes.size) for p in train]
 
-    def residuals(z: FloatArray) -> FloatArray:
+    def unpack(z: FloatArray) -> FloatArray:
         x = np.exp(z)
-        return np.concatenate([w * (np.log(att_predict(x, p)) - np.log(p.latency_s))
+        return np.asarray([*x[:4], x[4] if form == "units" else 0.0])
+
+    def residuals(z: FloatArray) -> FloatArray:
+        x = unpack(z)
+        return np.concatenate([w * (np.log(att_predict(form, x, p)) - np.log(p.latency_s))
                                for w, p in zip(weights, train, strict=True)])
 
-    z0 = np.log([5e-6, 0.85, 5e6, 1.0])
-    lower, upper = np.log([1e-7, 0.05, 1e3, 0.2]), np.log([2e-4, 1.5, 1e11, 4.0])
-    res = least_squares(residuals, z0, bounds=(lower, upper), diff_step=1e-4, max_nfev=400)
-    return np.asarray(np.exp(res.x), dtype=np.float64)
+    if form == "bytes":
+        z0, lo, hi = np.log([5e-6, 0.85, 1e6, 1.0, 1.0]), [1e-7, 0.05, 1e3, 0.2, 0.5], \
+            [2e-4, 1.5, 1e11, 4.0, 2.0]
+    else:
+        z0, lo, hi = np.log([5e-6, 0.85, 64.0, 1.0, 1e-8]), [1e-7, 0.05, 0.1, 0.2, 1e-12], \
+            [2e-4, 1.5, 1e6, 4.0, 1e-5]
+    n = 5 if form == "units" else 4
+    res = least_squares(residuals, z0[:n], bounds=(np.log(lo[:n]), np.log(hi[:n])),
+                        diff_step=1e-4, max_nfev=400)
+    return unpack(np.asarray(res.x, dtype=np.float64))
 
 
 @dataclass(frozen=True)
 class AttResult:
     engine: str
     kv_dtype: str
+    form: str
+    rule: str
     loo: float
     bias: float
     own_fit: float
     per_gpu: dict[str, Score]
-    params: FloatArray
-    gpus: list[str]
+    defaults: dict[str, tuple[FloatArray, list[str]]]
 
 
 def fit_attention(engine: str, kv_dtype: str, stride: int,
@@ -397,37 +422,60 @@ def fit_attention(engine: str, kv_dtype: str, stride: int,
     if len(data) < 3:
         log(f"\n== attention {kv_dtype} KV ({engine}): {len(data)} GPUs — too few")
         return None
-    log(f"\n== decode attention, {kv_dtype} KV ({engine}; GPUs: "
-        f"{', '.join(p.gpu for p in data)}; {sum(p.nbytes.size for p in data)} measured points)")
-    log("  t = floor + bytes/(BW·η(bytes)), η = η_max/(1 + (x_half/bytes)^q)")
+    gpus = [p.gpu for p in data]
+    log(f"\n== decode attention, {kv_dtype} KV ({engine}; GPUs: {', '.join(gpus)}; "
+        f"{sum(p.nbytes.size for p in data)} measured points)")
+    log("  t = floor [+ c·B·n_q] + bytes/(BW·η), η = η_max/(1 + (x_half/x)^q), x = KV bytes "
+        "(form 'bytes') or work units B·n_kv (form 'units')")
+    train = {p.gpu: p.take(stride) for p in data}
+    cells: dict[tuple[str, str], dict[str, Score]] = {}
+    for rule in RULES:
+        for form in ATT_FORMS:
+            cells[(rule, form)] = {
+                held.gpu: score(att_predict(form, att_fit(
+                    form, [train[g] for g in training_set(rule, held.gpu, gpus)]), held),
+                    held.latency_s) for held in data}
+    ranked = sorted(cells, key=lambda key: np.mean([s.mape for s in cells[key].values()]))
+    for key in ranked:
+        log(f"  {key[0]:18s} {key[1]:6s} LOO MAPE "
+            f"{pct(float(np.mean([s.mape for s in cells[key].values()])))}")
+    rule, form = ranked[0]
+    log(f"  chosen by out-of-sample error: {rule}, form '{form}'")
     log("  held out   LOO MAPE  bias    | own-fit MAPE | today MAPE  bias")
-    train = {p.gpu: AttPoints(p.gpu, p.nbytes[::stride], p.latency_s[::stride],
-                              p.bw_bytes_per_s) for p in data}
-    per_gpu, owns = {}, []
+    owns = []
     for held in data:
-        x = att_fit([train[g] for g in train if g != held.gpu])
-        s = score(att_predict(x, held), held.latency_s)
-        own = score(att_predict(att_fit([train[held.gpu]]), held), held.latency_s)
+        s = cells[(rule, form)][held.gpu]
+        own = score(att_predict(form, att_fit(form, [train[held.gpu]]), held), held.latency_s)
         now = score(att_today(held), held.latency_s)
-        per_gpu[held.gpu] = s
         owns.append(own.mape)
         log(f"  {held.gpu:8s} {pct(s.mape)} {pct(s.bias)} | {pct(own.mape)}      | "
             f"{pct(now.mape)} {pct(now.bias)}")
-    final = att_fit(list(train.values()))
+    groups: dict[str, list[str]] = {"all": gpus}
+    if rule == "same architecture":
+        for g in gpus:
+            same = [x for x in gpus if ARCH.get(x) == ARCH.get(g)]
+            if len(same) > 1:
+                groups[ARCH[g]] = same
+    defaults = {key: (att_fit(form, [train[g] for g in members]), members)
+                for key, members in groups.items()}
+    per_gpu = cells[(rule, form)]
     loo = float(np.mean([s.mape for s in per_gpu.values()]))
     bias = float(np.mean([s.bias for s in per_gpu.values()]))
+    own_fit = float(np.mean(owns))
     verdict = "meets" if loo <= TARGET_MAPE else "misses"
-    log(f"  LOO MAPE {loo:.1%} {verdict} the ≤ {TARGET_MAPE:.0%} target; default to record: "
-        f"floor={final[0] * 1e6:.2f} µs η_max={final[1]:.3f} x_half={final[2]:.3g} B "
-        f"q={final[3]:.2f}")
-    return AttResult(engine, kv_dtype, loo, bias, float(np.mean(owns)), per_gpu, final,
-                     list(train))
+    why = why_missed(loo, own_fit, "KV bytes and work units")
+    log(f"  LOO MAPE {loo:.1%} {verdict} the ≤ {TARGET_MAPE:.0%} target"
+        + (f": {why}" if why else ""))
+    for key, (x, members) in defaults.items():
+        log(f"  default to record ({key}: {', '.join(members)}): floor={x[0] * 1e6:.2f} µs "
+            f"η_max={x[1]:.3f} x_half={x[2]:.3g} q={x[3]:.2f} c={x[4]:.3g} s")
+    return AttResult(engine, kv_dtype, form, rule, loo, bias, own_fit, per_gpu, defaults)
 
 
 # -- the record --------------------------------------------------------------------------
 FIT_COLUMNS = ("kind", "dtype", "scope", "vendor", "engine", "rule", "form", "eta_c", "eta_m",
                "floor_us", "p", "act_quant", "half_bytes", "q", "loo_mape", "loo_bias",
-               "loo_mape_all", "own_fit_mape", "gpus", "source")
+               "loo_mape_all", "own_fit_mape", "gpus", "source", "per_row_ns")
 LOO_COLUMNS = ("kind", "dtype", "engine", "gpu", "loo_mape", "loo_bias", "loo_mape_serving",
                "loo_bias_serving")
 
@@ -437,7 +485,7 @@ def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: 
     import csv
 
     with fit_path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
+        w = csv.writer(fh, lineterminator="\n")
         w.writerow(FIT_COLUMNS)
         for r in gemm:
             for scope, (params, members) in r.defaults.items():
@@ -447,15 +495,17 @@ def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: 
                             f"{params.floor_s * 1e6:.3f}", p, str(r.form.act_quant).lower(),
                             "", "", f"{r.loo_serving:.4f}", f"{r.bias_serving:.4f}",
                             f"{r.loo_all:.4f}", f"{r.own_fit:.4f}", " ".join(members),
-                            source))
+                            source, ""))
         for a in attention:
-            floor, eta, half, q = a.params
-            w.writerow(("attention", a.kv_dtype, "all", "nvidia", a.engine, "all GPUs",
-                        "floor + bytes/(BW·η(bytes))", "", f"{eta:.4f}", f"{floor * 1e6:.3f}",
-                        "", "", f"{half:.4g}", f"{q:.4f}", f"{a.loo:.4f}", f"{a.bias:.4f}",
-                        f"{a.loo:.4f}", f"{a.own_fit:.4f}", " ".join(a.gpus), source))
+            for scope, (x, members) in a.defaults.items():
+                floor, eta, half, q, per_row = x
+                w.writerow(("attention", a.kv_dtype, scope, "nvidia", a.engine, a.rule,
+                            a.form, "", f"{eta:.4f}", f"{floor * 1e6:.3f}", "", "",
+                            f"{half:.4g}", f"{q:.4f}", f"{a.loo:.4f}", f"{a.bias:.4f}",
+                            f"{a.loo:.4f}", f"{a.own_fit:.4f}", " ".join(members), source,
+                            f"{per_row * 1e9:.4g}"))
     with loo_path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
+        w = csv.writer(fh, lineterminator="\n")
         w.writerow(LOO_COLUMNS)
         for r in gemm:
             for gpu, (s_all, s_srv) in r.per_gpu.items():

@@ -146,6 +146,7 @@ def attention_time(
         return KernelTime(time, compute, memory, useful_flops, nbytes, hw.kernel_floor_s)
     # Fixed cost + KV bytes at the size-dependent bandwidth; the 128-row tile steps stay a
     # hard max against compute (a partly filled tile costs a full one).
-    memory = nbytes / (hw.hbm_bw_bytes_per_s * fit.efficiency(nbytes))
-    time = fit.floor_s + np.maximum(compute, memory)
-    return KernelTime(time, compute, memory, useful_flops, nbytes, fit.floor_s)
+    memory = nbytes / (hw.hbm_bw_bytes_per_s * fit.efficiency(nbytes, b_ * kv_))
+    fixed = fit.floor_s + fit.per_row_s * b_ * kv_ * g_
+    time = fixed + np.maximum(compute, memory)
+    return KernelTime(time, compute, memory, useful_flops, nbytes, fixed)

@@ -37,18 +37,22 @@ class GemmRooflineFit(BaseModel):
 
 
 class AttentionRooflineFit(BaseModel):
-    """Decode attention for what no table covers (data/roofline_fit.csv): a fixed cost plus
-    KV bytes over a size-dependent bandwidth efficiency η(x) = η_max / (1 + (x_half/x)^q):
-    small reads do not reach the streaming bandwidth."""
+    """Decode attention for what no table covers (data/roofline_fit.csv): a fixed cost (plus,
+    for the `units` form, a cost per sequence × query head) and the KV bytes over a
+    size-dependent bandwidth efficiency η(x) = η_max / (1 + (x_half/x)^q), where x is the KV
+    bytes read (`bytes`: small reads do not stream at full bandwidth) or the work units B·n_kv
+    (`units`: few units leave SMs idle)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kv_dtype: str
     vendor: Vendor
     engine: str
+    size: Literal["bytes", "units"]
     floor_s: float = Field(ge=0, le=1e-3)
+    per_row_s: float = Field(ge=0, le=1e-4, description="per sequence × query head, s")
     eta_max: float = Field(gt=0, le=1.5)
-    half_bytes: float = Field(gt=0, description="KV bytes at which η is half of η_max")
+    half: float = Field(gt=0, description="x at which η is half of η_max")
     q: float = Field(gt=0, le=4)
     loo_mape: float = Field(ge=0)
     loo_bias: float
@@ -56,9 +60,10 @@ class AttentionRooflineFit(BaseModel):
     gpus: str
     source: str
 
-    def efficiency(self, nbytes: npt.ArrayLike) -> npt.NDArray[np.float64]:
-        x = np.maximum(np.asarray(nbytes, dtype=np.float64), 1.0)
-        return np.asarray(self.eta_max / (1.0 + (self.half_bytes / x) ** self.q))
+    def efficiency(self, nbytes: npt.ArrayLike, units: npt.ArrayLike
+                   ) -> npt.NDArray[np.float64]:
+        x = np.asarray(nbytes if self.size == "bytes" else units, dtype=np.float64)
+        return np.asarray(self.eta_max / (1.0 + (self.half / np.maximum(x, 1e-9)) ** self.q))
 
 
 class HardwareSpec(BaseModel):
