@@ -61,6 +61,7 @@ def roofline_records() -> tuple[RooflineRecord, ...]:
             fit = GemmRooflineFit(
                 dtype=r["dtype"], eta_c=float(r["eta_c"]), eta_m=float(r["eta_m"]),
                 p=float(r["p"]), act_quant=r["act_quant"] == "true",
+                k0=float(r.get("k0") or 0.0),
                 loo_mape_all=float(r["loo_mape_all"]), **common)
         else:
             fit = AttentionRooflineFit(

@@ -84,13 +84,16 @@ class Form:
     transition: str  # "max" | "p" | "sum"
     floor: str  # "add" | "max"
     act_quant: bool = False  # charge the activation quantization's bytes (quantized dtypes)
+    k_eff: bool = False  # compute on k + k0: a per-output cost (prologue/epilogue) in K units
 
 
 FORMS = (Form("max + floor max (today)", "max", "max"), Form("max + floor add", "max", "add"),
          Form("p-norm + floor max", "p", "max"), Form("p-norm + floor add", "p", "add"),
          Form("sum + floor add", "sum", "add"),
          Form("p-norm + floor add + act quant", "p", "add", act_quant=True),
-         Form("max + floor add + act quant", "max", "add", act_quant=True))
+         Form("max + floor add + act quant", "max", "add", act_quant=True),
+         Form("p-norm + floor add + K-eff", "p", "add", k_eff=True),
+         Form("p-norm + floor add + act quant + K-eff", "p", "add", act_quant=True, k_eff=True))
 # Tried and left out: compute on m rounded up to 64- or 128-row tiles gains 0.1-0.3 points of
 # bf16 LOO MAPE and only by pushing η_m above 1 (faster than the spec-sheet bandwidth).
 
@@ -101,18 +104,19 @@ class Params:
     eta_m: float
     floor_s: float
     p: float  # inf for the hard max
+    k0: float = 0.0  # K elements charged per output element (K-dependent efficiency k/(k+k0))
 
     def describe(self) -> str:
         p = "∞" if np.isinf(self.p) else f"{self.p:.2f}"
         return (f"η_c={self.eta_c:.3f} η_m={self.eta_m:.3f} floor={self.floor_s * 1e6:.2f} µs "
-                f"p={p}")
+                f"p={p}" + (f" k0={self.k0:.0f}" if self.k0 else ""))
 
 
 def predict(form: Form, params: Params, pts: Points, dtype: str) -> FloatArray:
     b_in, b_w, b_out = BYTES[dtype]
     if form.act_quant:
         b_in = ACT_QUANT_BYTES.get(dtype, b_in)
-    compute = 2.0 * pts.m * pts.n * pts.k / (pts.peak_flops_per_s * params.eta_c)
+    compute = 2.0 * pts.m * pts.n * (pts.k + params.k0) / (pts.peak_flops_per_s * params.eta_c)
     memory = ((pts.m * pts.k * b_in + pts.k * pts.n * b_w + pts.m * pts.n * b_out)
               / (pts.bw_bytes_per_s * params.eta_m))
     hi, lo = np.maximum(compute, memory), np.minimum(compute, memory)
@@ -128,7 +132,8 @@ def unpack(form: Form, x: FloatArray) -> Params:
         p = 1.0 + float(np.exp(x[3]))
     else:
         p = np.inf if form.transition == "max" else 1.0
-    return Params(float(np.exp(x[0])), float(np.exp(x[1])), float(np.exp(x[2])), p)
+    k0 = float(np.exp(x[4])) if form.k_eff else 0.0
+    return Params(float(np.exp(x[0])), float(np.exp(x[1])), float(np.exp(x[2])), p, k0)
 
 
 def fit(form: Form, train: list[Points], dtype: str) -> Params:
@@ -140,13 +145,20 @@ def fit(form: Form, train: list[Points], dtype: str) -> Params:
         return np.concatenate([w * (np.log(predict(form, params, p, dtype)) - np.log(p.latency_s))
                                for w, p in zip(weights, train, strict=True)])
 
-    x0 = np.log([0.6, 0.7, 8e-6, 2.0])
-    n_params = 4 if form.transition == "p" else 3
-    lower = np.log([0.02, 0.02, 1e-7, 0.01])[:n_params]
-    upper = np.log([1.5, 1.5, 2e-4, 30.0])[:n_params]
-    result = least_squares(residuals, x0[:n_params], bounds=(lower, upper), x_scale=1.0,
-                           diff_step=1e-4, max_nfev=400)
-    return unpack(form, np.asarray(result.x, dtype=np.float64))
+    x0 = np.log([0.6, 0.7, 8e-6, 2.0, 64.0])
+    lower = np.log([0.02, 0.02, 1e-7, 0.01, 1.0])
+    upper = np.log([1.5, 1.5, 2e-4, 30.0, 16384.0])
+    used = [0, 1, 2] + ([3] if form.transition == "p" else []) + ([4] if form.k_eff else [])
+    full = x0.copy()
+
+    def residuals_of(z: FloatArray) -> FloatArray:
+        full[used] = z
+        return residuals(full)
+
+    result = least_squares(residuals_of, x0[used], bounds=(lower[used], upper[used]),
+                           x_scale=1.0, diff_step=1e-4, max_nfev=400)
+    full[used] = result.x
+    return unpack(form, np.asarray(full, dtype=np.float64))
 
 
 @dataclass(frozen=True)
@@ -475,18 +487,28 @@ def fit_attention(engine: str, kv_dtype: str, stride: int,
 # -- the record --------------------------------------------------------------------------
 FIT_COLUMNS = ("kind", "dtype", "scope", "vendor", "engine", "rule", "form", "eta_c", "eta_m",
                "floor_us", "p", "act_quant", "half_bytes", "q", "loo_mape", "loo_bias",
-               "loo_mape_all", "own_fit_mape", "gpus", "source", "per_row_ns")
+               "loo_mape_all", "own_fit_mape", "gpus", "source", "per_row_ns", "k0")
 LOO_COLUMNS = ("kind", "dtype", "engine", "gpu", "loo_mape", "loo_bias", "loo_mape_serving",
                "loo_bias_serving")
 
 
 def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: Path,
-                 loo_path: Path, source: str) -> None:
+                 loo_path: Path, source: str, keep: tuple[str, ...] = ()) -> None:
+    """Write both files; rows of the kinds in `keep` (not refitted this run) stay as they were."""
     import csv
+
+    kept: dict[Path, list[list[str]]] = {}
+    for path in (fit_path, loo_path):
+        rows = list(csv.reader(path.open(encoding="utf-8"))) if path.exists() else [[]]
+        header = rows[0]
+        kept[path] = [[dict(zip(header, r, strict=False)).get(c, "")
+                       for c in (FIT_COLUMNS if path == fit_path else LOO_COLUMNS)]
+                      for r in rows[1:] if r and r[0] in keep]
 
     with fit_path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(FIT_COLUMNS)
+        w.writerows(kept[fit_path])
         for r in gemm:
             for scope, (params, members) in r.defaults.items():
                 p = "inf" if np.isinf(params.p) else f"{params.p:.4f}"
@@ -495,7 +517,7 @@ def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: 
                             f"{params.floor_s * 1e6:.3f}", p, str(r.form.act_quant).lower(),
                             "", "", f"{r.loo_serving:.4f}", f"{r.bias_serving:.4f}",
                             f"{r.loo_all:.4f}", f"{r.own_fit:.4f}", " ".join(members),
-                            source, ""))
+                            source, "", f"{params.k0:.4g}"))
         for a in attention:
             for scope, (x, members) in a.defaults.items():
                 floor, eta, half, q, per_row = x
@@ -503,10 +525,11 @@ def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: 
                             a.form, "", f"{eta:.4f}", f"{floor * 1e6:.3f}", "", "",
                             f"{half:.4g}", f"{q:.4f}", f"{a.loo:.4f}", f"{a.bias:.4f}",
                             f"{a.loo:.4f}", f"{a.own_fit:.4f}", " ".join(members), source,
-                            f"{per_row * 1e9:.4g}"))
+                            f"{per_row * 1e9:.4g}", ""))
     with loo_path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(LOO_COLUMNS)
+        w.writerows(kept[loo_path])
         for r in gemm:
             for gpu, (s_all, s_srv) in r.per_gpu.items():
                 w.writerow(("gemm", r.dtype, r.engine, gpu, f"{s_all.mape:.4f}",
@@ -531,17 +554,19 @@ def main() -> None:
     parser.add_argument("--write", action="store_true",
                         help="record the chosen fits in data/roofline_fit.csv and their "
                         "per-GPU cross-validation in data/roofline_loo.csv")
+    parser.add_argument("--only", choices=("gemm", "attention"),
+                        help="fit only this kind (with --write the other kind's rows stay)")
     args = parser.parse_args()
     engines = args.engine or ["vllm", "trtllm", "sglang"]
     stride = max(1, args.stride)
     best: dict[str, DtypeResult] = {}
-    for engine in engines:
+    for engine in engines if args.only != "attention" else []:
         for dtype in args.dtype or list(BYTES):
             r = fit_dtype(engine, dtype, stride, not args.all_m, print)
             if r is not None and (dtype not in best or r.loo_serving < best[dtype].loo_serving):
                 best[dtype] = r
     att: dict[str, AttResult] = {}
-    for engine in engines:
+    for engine in engines if args.only != "gemm" else []:
         for kv in ATT_KV_BYTES:
             a = fit_attention(engine, kv, stride, print)
             if a is not None and (kv not in att or a.loo < att[kv].loo):
@@ -562,7 +587,9 @@ def main() -> None:
         source = (f"scripts/fit_roofline_from_tables.py on {package_label()} measured tables "
                   f"(stride {stride}, {'every m' if args.all_m else 'CUDA-graph m'})")
         write_record(list(best.values()), list(att.values()), data / "roofline_fit.csv",
-                     data / "roofline_loo.csv", source)
+                     data / "roofline_loo.csv", source,
+                     keep=("attention",) if args.only == "gemm" else
+                     ("gemm",) if args.only == "attention" else ())
         print("wrote data/roofline_fit.csv and data/roofline_loo.csv")
 
 

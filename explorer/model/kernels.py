@@ -51,12 +51,11 @@ def _f(x: ArrayLike) -> FloatArray:
 
 
 def p_norm(a: FloatArray, b: FloatArray, p: float) -> FloatArray:
-    """(a^p + b^p)^(1/p), finite for large p (p = inf is the max)."""
+    """(a^p + b^p)^(1/p) for a, b ≥ 0, finite for large p (p = inf is the max)."""
     hi, lo = np.maximum(a, b), np.minimum(a, b)
     if np.isinf(p):
         return np.asarray(hi)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(hi > 0, lo / np.where(hi > 0, hi, 1.0), 0.0)
+    ratio = lo / np.maximum(hi, 1e-300)
     return np.asarray(hi * (1.0 + ratio**p) ** (1.0 / p))
 
 
@@ -71,9 +70,10 @@ def gemm_bytes(m: FloatArray, n: FloatArray, k: FloatArray, dtype: str,
 
 
 def gemm_roofline(hw: HardwareSpec, flops: ArrayLike, nbytes: ArrayLike, dtype: str,
-                  kernels: int = 1) -> KernelTime:
-    """The roofline of `kernels` GEMM calls doing `flops` and moving `nbytes` at a dtype: the
-    dtype's cross-GPU fit where the hardware has one, else the single-η hard max."""
+                  kernels: int = 1, outputs: ArrayLike = 0.0) -> KernelTime:
+    """The roofline of `kernels` GEMM calls doing `flops`, moving `nbytes` and writing
+    `outputs` elements at a dtype: the dtype's cross-GPU fit where the hardware has one (with
+    its per-output cost k0), else the single-η hard max."""
     fl, nb = _f(flops), _f(nbytes)
     fit = hw.gemm_fit(dtype)
     peak = hw.peak_flops_per_s(dtype)
@@ -82,7 +82,7 @@ def gemm_roofline(hw: HardwareSpec, flops: ArrayLike, nbytes: ArrayLike, dtype: 
         memory = nb / (hw.hbm_bw_bytes_per_s * hw.gemm_memory_efficiency)
         time = np.maximum(np.maximum(compute, memory), kernels * hw.kernel_floor_s)
         return KernelTime(time, compute, memory, fl, nb, kernels * hw.kernel_floor_s)
-    compute = fl / (peak * fit.eta_c)
+    compute = (fl + 2.0 * fit.k0 * _f(outputs)) / (peak * fit.eta_c)
     memory = nb / (hw.hbm_bw_bytes_per_s * fit.eta_m)
     time = kernels * fit.floor_s + p_norm(compute, memory, fit.p)
     return KernelTime(time, compute, memory, fl, nb, kernels * fit.floor_s)
@@ -100,7 +100,7 @@ def gemm_time(
         nbytes = gemm_bytes(m_, n_, k_, dtype, fit.act_quant)
     else:
         nbytes = (m_ * k_ + k_ * n_ + m_ * n_) * BYTES_PER_ELEMENT[dtype]
-    return gemm_roofline(hw, flops, nbytes, dtype)
+    return gemm_roofline(hw, flops, nbytes, dtype, outputs=m_ * n_)
 
 
 def padded_rows(group: ArrayLike, q_len: ArrayLike) -> FloatArray:

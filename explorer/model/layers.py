@@ -130,7 +130,8 @@ class LayerModel:
         nbytes = touched * 3.0 * m.hidden * width * b + n * m.experts_per_tok * (
             2.0 * m.hidden + 3.0 * width
         ) * b
-        t = gemm_roofline(self.hw, flops, nbytes, dt, kernels=2).time_s
+        outputs = n * m.experts_per_tok * (2.0 * width + m.hidden)  # gate-up and down outputs
+        t = gemm_roofline(self.hw, flops, nbytes, dt, kernels=2, outputs=outputs).time_s
         if self.tables is not None:  # the package's MoE tables are not read yet: say so
             self.tables.tally.add("moe", False, int(t.size), "MoE tables not used yet")
         return t

@@ -15,7 +15,7 @@ Vendor = Literal["nvidia", "amd"]
 
 class GemmRooflineFit(BaseModel):
     """The roofline of one dtype's GEMMs, fitted leave-one-GPU-out on measured tables
-    (data/roofline_fit.csv): t = floor + (C^p + M^p)^(1/p), C = FLOP/(F_dtype·η_c),
+    (data/roofline_fit.csv): t = floor + (C^p + M^p)^(1/p), C = 2·m·n·(k+k0)/(F_dtype·η_c),
     M = bytes/(BW·η_m). It carries to a GPU from its spec-sheet peak and bandwidth."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -28,6 +28,8 @@ class GemmRooflineFit(BaseModel):
     floor_s: float = Field(ge=0, le=1e-3, description="fixed cost added to every call, s")
     p: float = Field(ge=1, description="memory→compute transition (1 = sum; large = max)")
     act_quant: bool = Field(description="activations read bf16 and quantized in the op")
+    k0: float = Field(default=0.0, ge=0, description="K elements charged per output element: "
+                      "a per-tile prologue/epilogue cost, efficiency k/(k+k0) in compute")
     loo_mape: float = Field(ge=0, description="leave-one-GPU-out MAPE, serving shapes")
     loo_bias: float
     loo_mape_all: float = Field(ge=0, description="leave-one-GPU-out MAPE, every shape")

@@ -44,7 +44,7 @@ def test_the_gemm_roofline_is_the_recorded_smooth_form(dtype):
     if fit.act_quant:
         b_in = {"fp8": 4.0, "fp8_block": 2.0 + 2.0 * (1 + 4 / 128),
                 "fp4": 2.0 + 2.0 * (0.5 + 1 / 16)}[dtype]
-    c = 2 * m * n * k / (hw.peak_flops_per_s(dtype) * fit.eta_c)
+    c = 2 * m * n * (k + fit.k0) / (hw.peak_flops_per_s(dtype) * fit.eta_c)
     mem = (m * k * b_in + k * n * b_w + m * n * b_out) / (hw.hbm_bw_bytes_per_s * fit.eta_m)
     want = fit.floor_s + (c**fit.p + mem**fit.p) ** (1 / fit.p)
     got = gemm_time(hw, m, n, k, dtype).time_s
