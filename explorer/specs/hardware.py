@@ -101,6 +101,11 @@ class HardwareSpec(BaseModel):
     def gemm_fit(self, dtype: str) -> GemmRooflineFit | None:
         return next((f for f in self.gemm_fits if f.dtype == dtype), None)
 
+    def gemm_compute_efficiency_for(self, dtype: str) -> float:
+        """η_c the roofline uses at a dtype: its cross-GPU fit's, else the preset's one η."""
+        fit = self.gemm_fit(dtype)
+        return fit.eta_c if fit is not None else self.gemm_compute_efficiency
+
     def attention_fit(self, kv_dtype: str) -> AttentionRooflineFit | None:
         return next((f for f in self.attention_fits if f.kv_dtype == kv_dtype), None)
 
