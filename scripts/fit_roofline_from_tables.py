@@ -475,7 +475,7 @@ def fit_attention(engine: str, kv_dtype: str, stride: int,
     bias = float(np.mean([s.bias for s in per_gpu.values()]))
     own_fit = float(np.mean(owns))
     verdict = "meets" if loo <= TARGET_MAPE else "misses"
-    why = why_missed(loo, own_fit, "KV bytes and work units")
+    why = why_missed(loo, own_fit, "batch, KV length and heads")
     log(f"  LOO MAPE {loo:.1%} {verdict} the ≤ {TARGET_MAPE:.0%} target"
         + (f": {why}" if why else ""))
     for key, (x, members) in defaults.items():

@@ -61,11 +61,15 @@ def best_draft_len(
     idx, best = _argmax_d(fitting_speed)
     speed_idx, speed_best = _argmax_d(speed)
     # Break-even: the first B from which no D ≥ 1 pays at this or any larger B of the grid.
+    # Measured kernels step (tile waves), so a band may pay again past a first loss: the break-
+    # even batch follows the last paying B.
     paying = speed_best > 1.0
-    losing = np.nonzero(~paying)[0]
+    pays_at = np.nonzero(paying)[0]
     break_even: int | None = None
-    if losing.size and not paying[losing[0]:].any():
-        break_even = int(b[losing[0]])
+    if not pays_at.size:
+        break_even = int(b[0])
+    elif pays_at[-1] < len(b) - 1:
+        break_even = int(b[pays_at[-1] + 1])
     al = g.acceptance_length[np.arange(len(b)), idx]
     fitting = np.nonzero(g.fits_in_memory[:, 0])[0]
     return BestDraftLen(

@@ -64,7 +64,7 @@ class RooflineScore:
     @property
     def why(self) -> str:
         return why_missed(self.loo_mape, self.own_fit_mape,
-                          "m, n, k" if self.kind == "gemm" else "KV bytes")
+                          "m, n, k" if self.kind == "gemm" else "batch, KV length and heads")
 
 
 def roofline_scores() -> tuple[RooflineScore, ...]:
