@@ -14,7 +14,7 @@ from typing import Any, cast
 from explorer.base.engines import SERVING_ENGINES
 from explorer.specs.architecture import ModelSpec
 from explorer.specs.engine import ENGINE_PARAMETERS, EngineProfile
-from explorer.specs.hardware import HardwareSpec
+from explorer.specs.hardware import AttentionRooflineFit, GemmRooflineFit, HardwareSpec
 from explorer.specs.measured import AcceptanceCurve, Mechanism, Provenance
 from explorer.specs.mechanism import MechanismSpec
 from explorer.specs.settings import PresetTable
@@ -39,10 +39,88 @@ def _int(text: str) -> int | None:
     return None if value is None else int(value)
 
 
+@dataclass(frozen=True)
+class RooflineRecord:
+    """data/roofline_fit.csv: per (kind, dtype) the cross-GPU roofline fit, for all GPUs of a
+    vendor ("all") or for the GPUs of one architecture (its `gpus`)."""
+
+    scope: str
+    gpus: tuple[str, ...]
+    fit: GemmRooflineFit | AttentionRooflineFit
+
+
+@lru_cache(maxsize=1)
+def roofline_records() -> tuple[RooflineRecord, ...]:
+    out: list[RooflineRecord] = []
+    for r in _rows("roofline_fit.csv"):
+        common: dict[str, Any] = {
+            "vendor": r["vendor"], "engine": r["engine"], "floor_s": float(r["floor_us"]) * 1e-6,
+            "loo_mape": float(r["loo_mape"]), "loo_bias": float(r["loo_bias"]),
+            "own_fit_mape": float(r["own_fit_mape"]), "gpus": r["gpus"],
+            "source": f"{r['source']}; rule: {r['rule']}; form: {r['form']}"}
+        fit: GemmRooflineFit | AttentionRooflineFit
+        if r["kind"] == "gemm":
+            fit = GemmRooflineFit(
+                dtype=r["dtype"], eta_c=float(r["eta_c"]), eta_m=float(r["eta_m"]),
+                p=float(r["p"]), act_quant=r["act_quant"] == "true",
+                k0=float(r.get("k0") or 0.0),
+                loo_mape_all=float(r["loo_mape_all"]), **common)
+        else:
+            fit = AttentionRooflineFit(
+                kv_dtype=r["dtype"], size=cast(Any, r["form"]), eta_max=float(r["eta_m"]),
+                half=float(r["half_bytes"]), q=float(r["q"]),
+                per_row_s=float(r["per_row_ns"] or 0.0) * 1e-9, **common)
+        out.append(RooflineRecord(r["scope"], tuple(r["gpus"].split()), fit))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RooflineHeldOut:
+    """data/roofline_loo.csv: one GPU's error when the recorded roofline form is fitted on the
+    other GPUs (leave-one-GPU-out), per kind and dtype."""
+
+    kind: str
+    dtype: str
+    engine: str
+    gpu: str
+    mape: float
+    bias: float
+    mape_serving: float
+    bias_serving: float
+
+
+@lru_cache(maxsize=1)
+def roofline_held_out() -> tuple[RooflineHeldOut, ...]:
+    return tuple(
+        RooflineHeldOut(r["kind"], r["dtype"], r["engine"], r["gpu"], float(r["loo_mape"]),
+                        float(r["loo_bias"]), float(r["loo_mape_serving"]),
+                        float(r["loo_bias_serving"]))
+        for r in _rows("roofline_loo.csv"))
+
+
+def roofline_fits_for(slug: str, vendor: str
+                      ) -> tuple[tuple[GemmRooflineFit, ...], tuple[AttentionRooflineFit, ...]]:
+    """The fits a hardware preset uses: its architecture's where one was fitted on it, else
+    its vendor's cross-GPU one (a GPU without tables gets the rule carried by spec sheet)."""
+    chosen: dict[tuple[str, str], RooflineRecord] = {}
+    for rec in roofline_records():
+        if rec.fit.vendor != vendor:
+            continue
+        dt = rec.fit.dtype if isinstance(rec.fit, GemmRooflineFit) else rec.fit.kv_dtype
+        key = ("gemm" if isinstance(rec.fit, GemmRooflineFit) else "attention", dt)
+        mine = rec.scope != "all" and slug in rec.gpus
+        if mine or (rec.scope == "all" and key not in chosen):
+            chosen[key] = rec
+    gemm = tuple(r.fit for r in chosen.values() if isinstance(r.fit, GemmRooflineFit))
+    att = tuple(r.fit for r in chosen.values() if isinstance(r.fit, AttentionRooflineFit))
+    return gemm, att
+
+
 @lru_cache(maxsize=1)
 def hardware_presets() -> dict[str, HardwareSpec]:
     out: dict[str, HardwareSpec] = {}
     for r in _rows("hardware.csv"):
+        gemm_fits, attention_fits = roofline_fits_for(r["slug"], r["vendor"])
         fp8 = _num(r["fp8_dense_tflops"])
         fp4 = _num(r["fp4_dense_tflops"])
         out[r["slug"]] = HardwareSpec(
@@ -66,6 +144,8 @@ def hardware_presets() -> dict[str, HardwareSpec]:
             spec_source=r["spec_source"],
             fit_source=r["fit_source"],
             assumptions=r.get("assumptions", ""),
+            gemm_fits=gemm_fits,
+            attention_fits=attention_fits,
         )
     return out
 

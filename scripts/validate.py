@@ -229,7 +229,29 @@ def main() -> int:
     verify_ratio()
     speedups()
     kernels()
+    roofline_cross_validation()
     return 0
+
+
+# -- group 4: the roofline carried to a GPU without tables (issue #10, item 4) ----------------
+def roofline_cross_validation() -> None:
+    """Leave-one-GPU-out error of the recorded roofline per kind and dtype, with the ≤ 12%
+    verdict and, where it misses, why (data/roofline_fit.csv, data/roofline_loo.csv)."""
+    from explorer.analysis.roofline_check import ROOFLINE_TARGET_MAPE, roofline_scores
+
+    print("4. roofline for what no table covers: leave-one-GPU-out MAPE per dtype "
+          f"(fit on the other GPUs, scored on the held-out one; target ≤ "
+          f"{ROOFLINE_TARGET_MAPE:.0%}; GEMM on serving shapes n, k ≥ 1024)")
+    for sc in roofline_scores():
+        verdict = "meets" if sc.meets_target else "MISSES"
+        what = "GEMM" if sc.kind == "gemm" else "decode attention, KV"
+        per_gpu = ", ".join(f"{h.gpu} {h.mape_serving:.0%}" for h in sc.held_out)
+        print(f"   {what} {sc.dtype:9s} ({sc.engine} tables, {sc.rule}): MAPE "
+              f"{sc.loo_mape * 100:5.1f}%  bias {sc.loo_bias * 100:+5.1f}%  {verdict}"
+              f"  [{per_gpu}]")
+        if sc.why:
+            print(f"      why: {sc.why}")
+    print("   refit: PYTHONPATH=. python scripts/fit_roofline_from_tables.py --write")
 
 
 if __name__ == "__main__":

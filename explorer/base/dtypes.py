@@ -8,18 +8,35 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-# Weights / GEMM inputs, and the KV cache: the dtypes the roofline has peaks and sizes for.
-WeightDtype = Literal["bf16", "fp8", "fp4"]
+# Weights / GEMM inputs (block-scaled FP8 among them: see FP8_BLOCK), and the KV cache: the
+# dtypes the roofline has peaks and sizes for.
+WeightDtype = Literal["bf16", "fp8", "fp8_block", "fp4"]
 KvDtype = Literal["bf16", "fp8"]
 WEIGHT_DTYPES: tuple[WeightDtype, ...] = get_args(WeightDtype)
 KV_DTYPES: tuple[KvDtype, ...] = get_args(KvDtype)
 
 # Block-scaled FP8 (DeepGEMM-style 1x128 / 128x128 scales) runs other kernels than per-tensor
 # FP8, measured in tables of their own and up to 2x apart at one shape: it is a dtype of its
-# own for measurements, which the roofline prices at the FP8 peak and size.
-FP8_BLOCK = "fp8_block"
+# own (weights, MoE experts, measurements), which the roofline prices at the FP8 peak and size.
+FP8_BLOCK: WeightDtype = "fp8_block"
 BYTES_PER_ELEMENT: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, FP8_BLOCK: 1.0, "fp4": 0.5}
 FP8_LIKE: tuple[str, ...] = ("fp8", FP8_BLOCK)
+
+# Bytes one GEMM moves per element, as the kernels store them: (activations in, weights with
+# their block scales, output). Outputs are bf16; FP8 block scales are one fp32 per 128×128
+# weight block; NVFP4 carries one fp8 scale per 16 values. The fitted roofline
+# (data/roofline_fit.csv, scripts/fit_roofline_from_tables.py) prices bytes with these.
+GEMM_OPERAND_BYTES: dict[str, tuple[float, float, float]] = {
+    "bf16": (2.0, 2.0, 2.0),
+    "fp8": (1.0, 1.0, 2.0),
+    FP8_BLOCK: (1.0, 1.0 + 4.0 / (128 * 128), 2.0),
+    "fp4": (0.5 + 1.0 / 16, 0.5 + 1.0 / 16, 2.0),
+}
+# Activation bytes per element where the op quantizes its bf16 input on every call (vLLM's and
+# TRT-LLM's fp8/fp4 linears): read bf16, write and re-read the quantized copy with its scales.
+ACT_QUANT_BYTES: dict[str, float] = {
+    "fp8": 2.0 + 1.0 + 1.0, FP8_BLOCK: 2.0 + 2.0 * (1.0 + 4.0 / 128),
+    "fp4": 2.0 + 2.0 * (0.5 + 1.0 / 16)}
 
 # Accepted spelling (lower case) → canonical dtype. FP16 runs at the BF16 peak with the same
 # size, so the model treats it as bf16.

@@ -149,12 +149,14 @@ class _RooflineFit:
 
 
 def _unit_hw(hw: HardwareSpec) -> HardwareSpec:
-    """Efficiencies 1 and no floor: the kernels' compute_s/memory_s become the η = 1 terms."""
+    """Efficiencies 1 and no floor: the kernels' compute_s/memory_s become the η = 1 terms of
+    the single-η roofline this calibration fits (the cross-GPU fits are set aside, as
+    HardwareOverrides.apply does for the calibrated result)."""
     return hw.model_copy(
         update={
             "gemm_compute_efficiency": 1.0, "gemm_memory_efficiency": 1.0,
             "attention_compute_efficiency": 1.0, "attention_memory_efficiency": 1.0,
-            "kernel_floor_s": 0.0,
+            "kernel_floor_s": 0.0, "gemm_fits": (), "attention_fits": (),
         }
     )
 

@@ -77,10 +77,10 @@ class ScenarioModel:
         self.tables: MeasuredKernels = measured_kernels(
             hw, sc.engine, sc.dtype, sc.kv_dtype, hypothetical=sc.hardware_overrides is not None)
         self.target = LayerModel(hw, resolved.model, sc.tp, sc.dtype, sc.kv_dtype,
-                                 self.kernel_corrections, self.tables)
+                                 self.kernel_corrections, self.tables, sc.moe_dtype)
         self.draft_layer_model = (
             LayerModel(hw, resolved.draft_model, sc.tp, sc.dtype, sc.kv_dtype,
-                       self.kernel_corrections, self.tables)
+                       self.kernel_corrections, self.tables, sc.moe_dtype)
             if resolved.draft_model is not None
             else None
         )
@@ -240,8 +240,10 @@ class ScenarioModel:
         """Per-GPU bytes: target + draft weights, target + draft KV cache."""
         r, sc = self.r, self.r.scenario
         b, s, g = (np.asarray(x, dtype=np.float64) for x in (batch, context, group))
-        bw = BYTES_PER_ELEMENT[sc.dtype]
-        weights = r.model.param_count() * bw * (r.layers / r.model.layers) / sc.tp
+        bw, b_moe = BYTES_PER_ELEMENT[sc.dtype], BYTES_PER_ELEMENT[sc.expert_dtype]
+        experts = r.model.routed_expert_param_count()
+        params_bytes = (r.model.param_count() - experts) * bw + experts * b_moe
+        weights = params_bytes * (r.layers / r.model.layers) / sc.tp
         kv = self._kv_bytes(self.target, b, s, g, r.layers)
         return np.asarray(weights + kv + self.draft_memory_bytes(b, s, g), dtype=np.float64)
 

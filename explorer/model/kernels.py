@@ -1,4 +1,11 @@
-"""Roofline kernel times: t = max(flops/(F·η_c), bytes/(BW·η_m), kernel floor), vectorized."""
+"""Roofline kernel times, vectorized, for the calls no measured table covers.
+
+Where the hardware carries the cross-GPU fit of data/roofline_fit.csv (every NVIDIA preset):
+GEMM t = floor_dtype + (C^p + M^p)^(1/p) with that dtype's η_c, η_m (a smooth memory→compute
+transition, chosen by leave-one-GPU-out error), and decode attention t = floor + KV bytes /
+(BW·η(bytes)) with a size-dependent η. Otherwise (other vendors, calibrated or hand-set
+efficiencies): t = max(flops/(F·η_c), bytes/(BW·η_m), kernel floor).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from explorer.base.dtypes import BYTES_PER_ELEMENT
+from explorer.base.dtypes import ACT_QUANT_BYTES, BYTES_PER_ELEMENT, GEMM_OPERAND_BYTES
 from explorer.specs.hardware import HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -27,6 +34,7 @@ class KernelTime:
     memory_s: FloatArray
     flops: FloatArray
     bytes: FloatArray
+    floor_s: FloatArray | float = 0.0  # the fixed part of time_s
 
     @property
     def compute_bound(self) -> npt.NDArray[np.bool_]:
@@ -34,25 +42,65 @@ class KernelTime:
 
     @property
     def at_floor(self) -> npt.NDArray[np.bool_]:
-        return np.asarray(self.time_s > np.maximum(self.compute_s, self.memory_s))
+        """The fixed cost (kernel floor) outweighs both roofline terms."""
+        return np.asarray(self.floor_s > np.maximum(self.compute_s, self.memory_s))
 
 
 def _f(x: ArrayLike) -> FloatArray:
     return np.asarray(x, dtype=np.float64)
 
 
+def p_norm(a: FloatArray, b: FloatArray, p: float) -> FloatArray:
+    """(a^p + b^p)^(1/p) for a, b ≥ 0, finite for large p (p = inf is the max)."""
+    hi, lo = np.maximum(a, b), np.minimum(a, b)
+    if np.isinf(p):
+        return np.asarray(hi)
+    ratio = lo / np.maximum(hi, 1e-300)
+    return np.asarray(hi * (1.0 + ratio**p) ** (1.0 / p))
+
+
+def gemm_bytes(m: FloatArray, n: FloatArray, k: FloatArray, dtype: str,
+               act_quant: bool = False) -> FloatArray:
+    """Bytes of C[m,n] = A[m,k]·W[k,n] at a dtype's operand sizes (weights with their scales,
+    bf16 output); with `act_quant` the op also quantizes its bf16 input."""
+    b_in, b_w, b_out = GEMM_OPERAND_BYTES[dtype]
+    if act_quant:
+        b_in = ACT_QUANT_BYTES.get(dtype, b_in)
+    return np.asarray(m * k * b_in + k * n * b_w + m * n * b_out)
+
+
+def gemm_roofline(hw: HardwareSpec, flops: ArrayLike, nbytes: ArrayLike, dtype: str,
+                  kernels: int = 1, outputs: ArrayLike = 0.0) -> KernelTime:
+    """The roofline of `kernels` GEMM calls doing `flops`, moving `nbytes` and writing
+    `outputs` elements at a dtype: the dtype's cross-GPU fit where the hardware has one (with
+    its per-output cost k0), else the single-η hard max."""
+    fl, nb = _f(flops), _f(nbytes)
+    fit = hw.gemm_fit(dtype)
+    peak = hw.peak_flops_per_s(dtype)
+    if fit is None:
+        compute = fl / (peak * hw.gemm_compute_efficiency)
+        memory = nb / (hw.hbm_bw_bytes_per_s * hw.gemm_memory_efficiency)
+        time = np.maximum(np.maximum(compute, memory), kernels * hw.kernel_floor_s)
+        return KernelTime(time, compute, memory, fl, nb, kernels * hw.kernel_floor_s)
+    compute = (fl + 2.0 * fit.k0 * _f(outputs)) / (peak * fit.eta_c)
+    memory = nb / (hw.hbm_bw_bytes_per_s * fit.eta_m)
+    time = kernels * fit.floor_s + p_norm(compute, memory, fit.p)
+    return KernelTime(time, compute, memory, fl, nb, kernels * fit.floor_s)
+
+
 def gemm_time(
     hw: HardwareSpec, m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: str = "bf16"
 ) -> KernelTime:
-    """C[m,n] = A[m,k]·W[k,n]: 2mnk FLOP; bytes = (mk + kn + mn)·b (weights dominate at small m)."""
+    """C[m,n] = A[m,k]·W[k,n]: 2mnk FLOP; bytes of the operands (weights dominate at small m):
+    at the kernels' operand sizes under the fitted roofline, (mk + kn + mn)·b otherwise."""
     m_, n_, k_ = _f(m), _f(n), _f(k)
-    b = BYTES_PER_ELEMENT[dtype]
     flops = 2.0 * m_ * n_ * k_
-    nbytes = (m_ * k_ + k_ * n_ + m_ * n_) * b
-    compute = flops / (hw.peak_flops_per_s(dtype) * hw.gemm_compute_efficiency)
-    memory = nbytes / (hw.hbm_bw_bytes_per_s * hw.gemm_memory_efficiency)
-    time = np.maximum(np.maximum(compute, memory), hw.kernel_floor_s)
-    return KernelTime(time, compute, memory, flops, nbytes)
+    fit = hw.gemm_fit(dtype)
+    if fit is not None:
+        nbytes = gemm_bytes(m_, n_, k_, dtype, fit.act_quant)
+    else:
+        nbytes = (m_ * k_ + k_ * n_ + m_ * n_) * BYTES_PER_ELEMENT[dtype]
+    return gemm_roofline(hw, flops, nbytes, dtype, outputs=m_ * n_)
 
 
 def padded_rows(group: ArrayLike, q_len: ArrayLike) -> FloatArray:
@@ -91,6 +139,14 @@ def attention_time(
     padded_flops = 2.0 * b_ * kv_ * padded_rows(g_, w_) * s_ * (h_qk + h_v)
     useful_flops = 2.0 * b_ * kv_ * g_ * w_ * s_ * (h_qk + h_v)
     compute = padded_flops / (hw.bf16_flops_per_s * hw.attention_compute_efficiency)
-    memory = nbytes / (hw.hbm_bw_bytes_per_s * hw.attention_memory_efficiency)
-    time = np.maximum(np.maximum(compute, memory), hw.kernel_floor_s)
-    return KernelTime(time, compute, memory, useful_flops, nbytes)
+    fit = hw.attention_fit(kv_dtype)
+    if fit is None:
+        memory = nbytes / (hw.hbm_bw_bytes_per_s * hw.attention_memory_efficiency)
+        time = np.maximum(np.maximum(compute, memory), hw.kernel_floor_s)
+        return KernelTime(time, compute, memory, useful_flops, nbytes, hw.kernel_floor_s)
+    # Fixed cost + KV bytes at the size-dependent bandwidth; the 128-row tile steps stay a
+    # hard max against compute (a partly filled tile costs a full one).
+    memory = nbytes / (hw.hbm_bw_bytes_per_s * fit.efficiency(nbytes, b_ * kv_))
+    fixed = fit.floor_s + fit.per_row_s * b_ * kv_ * g_
+    time = fixed + np.maximum(compute, memory)
+    return KernelTime(time, compute, memory, useful_flops, nbytes, fixed)

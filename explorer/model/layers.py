@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.model.corrections import KernelCorrections
-from explorer.model.kernels import attention_time, gemm_time
+from explorer.model.kernels import attention_time, gemm_roofline, gemm_time
 from explorer.model.measured_kernels import MeasuredKernels
 from explorer.specs.architecture import ModelSpec
 from explorer.specs.hardware import HardwareSpec
@@ -53,8 +53,11 @@ class LayerModel:
     def __init__(
         self, hw: HardwareSpec, model: ModelSpec, tp: int, dtype: str, kv_dtype: str,
         measured: KernelCorrections | None = None, tables: MeasuredKernels | None = None,
+        moe_dtype: str | None = None,
     ) -> None:
         self.hw, self.model, self.tp, self.dtype, self.kv_dtype = hw, model, tp, dtype, kv_dtype
+        # Routed experts may run at their own dtype (NVFP4 experts beside BF16 attention).
+        self.moe_dtype = moe_dtype or dtype
         self.measured = measured
         self.tables = tables
 
@@ -119,8 +122,9 @@ class LayerModel:
         return up + down
 
     def routed_experts(self, n: FloatArray) -> FloatArray:
-        """Grouped GEMM over the experts the n tokens touch; weight bytes scale with them."""
-        m, hw, dt = self.model, self.hw, self.dtype
+        """Grouped GEMM over the experts the n tokens touch, at the MoE dtype: weight bytes
+        scale with the touched experts; two kernels (gate-up, down) each pay the floor."""
+        m, dt = self.model, self.moe_dtype
         b = BYTES_PER_ELEMENT[dt]
         width = m.moe_intermediate / self.tp
         touched = unique_experts(n, m.n_routed_experts, m.experts_per_tok)
@@ -128,9 +132,8 @@ class LayerModel:
         nbytes = touched * 3.0 * m.hidden * width * b + n * m.experts_per_tok * (
             2.0 * m.hidden + 3.0 * width
         ) * b
-        compute = flops / (hw.peak_flops_per_s(dt) * hw.gemm_compute_efficiency)
-        memory = nbytes / (hw.hbm_bw_bytes_per_s * hw.gemm_memory_efficiency)
-        t = np.maximum(np.maximum(compute, memory), 2.0 * hw.kernel_floor_s)
+        outputs = n * m.experts_per_tok * (2.0 * width + m.hidden)  # gate-up and down outputs
+        t = gemm_roofline(self.hw, flops, nbytes, dt, kernels=2, outputs=outputs).time_s
         if self.tables is not None:  # the package's MoE tables are not read yet: say so
             self.tables.tally.add("moe", False, int(t.size), "MoE tables not used yet")
         return t

@@ -83,6 +83,12 @@ class ModelSpec(BaseModel):
         qkv = self.hidden * (self.q_heads + 2 * self.kv_heads) * self.head_dim
         return float(qkv + self.q_heads * self.head_dim * self.hidden)
 
+    def routed_expert_param_count(self) -> float:
+        """Parameters of the routed experts (SwiGLU gate, up, down per expert per MoE layer):
+        the weights an MoE expert dtype stores; shared experts and the router are not."""
+        return float(self.moe_layers * 3.0 * self.hidden * self.moe_intermediate
+                     * self.n_routed_experts)
+
     def param_count(self) -> float:
         """Total parameters: the sourced figure when known, else computed from the shapes."""
         if self.total_params_b is not None:

@@ -4,11 +4,68 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from explorer.base.dtypes import BYTES_PER_ELEMENT, FP8_LIKE
 
 Vendor = Literal["nvidia", "amd"]
+
+
+class GemmRooflineFit(BaseModel):
+    """The roofline of one dtype's GEMMs, fitted leave-one-GPU-out on measured tables
+    (data/roofline_fit.csv): t = floor + (C^p + M^p)^(1/p), C = 2·m·n·(k+k0)/(F_dtype·η_c),
+    M = bytes/(BW·η_m). It carries to a GPU from its spec-sheet peak and bandwidth."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dtype: str
+    vendor: Vendor
+    engine: str = Field(description="whose measured tables it was fitted on")
+    eta_c: float = Field(gt=0, le=1.5, description="fraction of the dtype's dense peak")
+    eta_m: float = Field(gt=0, le=1.5, description="fraction of the HBM bandwidth")
+    floor_s: float = Field(ge=0, le=1e-3, description="fixed cost added to every call, s")
+    p: float = Field(ge=1, description="memory→compute transition (1 = sum; large = max)")
+    act_quant: bool = Field(description="activations read bf16 and quantized in the op")
+    k0: float = Field(default=0.0, ge=0, description="K elements charged per output element: "
+                      "a per-tile prologue/epilogue cost, efficiency k/(k+k0) in compute")
+    loo_mape: float = Field(ge=0, description="leave-one-GPU-out MAPE, serving shapes")
+    loo_bias: float
+    loo_mape_all: float = Field(ge=0, description="leave-one-GPU-out MAPE, every shape")
+    own_fit_mape: float = Field(ge=0, description="the form fitted on each GPU itself")
+    gpus: str
+    source: str
+
+
+class AttentionRooflineFit(BaseModel):
+    """Decode attention for what no table covers (data/roofline_fit.csv): a fixed cost (plus,
+    for the `units` form, a cost per sequence × query head) and the KV bytes over a
+    size-dependent bandwidth efficiency η(x) = η_max / (1 + (x_half/x)^q), where x is the KV
+    bytes read (`bytes`: small reads do not stream at full bandwidth) or the work units B·n_kv
+    (`units`: few units leave SMs idle)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kv_dtype: str
+    vendor: Vendor
+    engine: str
+    size: Literal["bytes", "units"]
+    floor_s: float = Field(ge=0, le=1e-3)
+    per_row_s: float = Field(ge=0, le=1e-4, description="per sequence × query head, s")
+    eta_max: float = Field(gt=0, le=1.5)
+    half: float = Field(gt=0, description="x at which η is half of η_max")
+    q: float = Field(gt=0, le=4)
+    loo_mape: float = Field(ge=0)
+    loo_bias: float
+    own_fit_mape: float = Field(ge=0)
+    gpus: str
+    source: str
+
+    def efficiency(self, nbytes: npt.ArrayLike, units: npt.ArrayLike
+                   ) -> npt.NDArray[np.float64]:
+        x = np.asarray(nbytes if self.size == "bytes" else units, dtype=np.float64)
+        return np.asarray(self.eta_max / (1.0 + (self.half / np.maximum(x, 1e-9)) ** self.q))
 
 
 class HardwareSpec(BaseModel):
@@ -36,6 +93,21 @@ class HardwareSpec(BaseModel):
     spec_source: str = ""
     fit_source: str = ""
     assumptions: str = ""
+    # The per-dtype roofline fitted across GPUs (data/roofline_fit.csv), for the calls no
+    # measured table covers; empty: the single-η hard-max roofline above.
+    gemm_fits: tuple[GemmRooflineFit, ...] = ()
+    attention_fits: tuple[AttentionRooflineFit, ...] = ()
+
+    def gemm_fit(self, dtype: str) -> GemmRooflineFit | None:
+        return next((f for f in self.gemm_fits if f.dtype == dtype), None)
+
+    def gemm_compute_efficiency_for(self, dtype: str) -> float:
+        """η_c the roofline uses at a dtype: its cross-GPU fit's, else the preset's one η."""
+        fit = self.gemm_fit(dtype)
+        return fit.eta_c if fit is not None else self.gemm_compute_efficiency
+
+    def attention_fit(self, kv_dtype: str) -> AttentionRooflineFit | None:
+        return next((f for f in self.attention_fits if f.kv_dtype == kv_dtype), None)
 
     def peak_flops_per_s(self, dtype: str) -> float:
         """Dense peak for a dtype; falls back to the next wider dtype the GPU has."""
@@ -73,4 +145,13 @@ class HardwareOverrides(BaseModel):
         if not changes:
             return spec
         note = f"{spec.fit_source}; overridden: {', '.join(sorted(changes))} ({self.label})"
-        return spec.model_copy(update={**changes, "fit_source": note})
+        # Calibrated numbers belong to the single-η roofline they were fitted for: they replace
+        # the cross-GPU fit of the kernels they touch (the floor touches both).
+        update: dict[str, object] = {**changes, "fit_source": note}
+        if changes.keys() & {"gemm_compute_efficiency", "gemm_memory_efficiency",
+                             "kernel_floor_s"}:
+            update["gemm_fits"] = ()
+        if changes.keys() & {"attention_compute_efficiency", "attention_memory_efficiency",
+                             "kernel_floor_s"}:
+            update["attention_fits"] = ()
+        return spec.model_copy(update=update)

@@ -51,6 +51,7 @@ class Scenario(BaseModel):
     draft_model: str | None = setting_field("draft_model")
     dtype: WeightDtype = setting_field("dtype")
     kv_dtype: KvDtype = setting_field("kv_dtype")
+    moe_dtype: WeightDtype | None = setting_field("moe_dtype")
     # Saved scenarios and links from before the setting open as vLLM (its default).
     engine: ServingEngine = setting_field("engine")
     batch: int = setting_field("batch")
@@ -88,6 +89,11 @@ class Scenario(BaseModel):
                 f"fixed_al: AL {a.fixed_al} is outside [1, 1+D] = [1, {1 + self.draft_len}]"
             )
         return self
+
+    @property
+    def expert_dtype(self) -> str:
+        """The routed experts' dtype: moe_dtype, else the weights dtype."""
+        return self.moe_dtype if self.moe_dtype is not None else self.dtype
 
     @property
     def width(self) -> int:

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from explorer.base.dtypes import KV_DTYPES, WEIGHT_DTYPES
+from explorer.base.dtypes import KV_DTYPES, WEIGHT_DTYPES, normalize_dtype
 from explorer.base.engines import DEFAULT_ENGINE, SERVING_ENGINES
 from explorer.base.limits import MAX_DRAFT_LEN, VIEW_MAX_DRAFT_LEN
 from explorer.specs.deployment import DEFAULT_PROFILE_URL, URL_MAX_CHARS, url_problem
@@ -62,6 +62,7 @@ RHO_OPTIONS: tuple[float, ...] = (
 )  # 0.0 = the mechanism's own ρ
 TP_OPTIONS: tuple[int, ...] = (1, 2, 4, 8, 16)
 DTYPE_OPTIONS: tuple[str, ...] = WEIGHT_DTYPES
+MOE_DTYPE_OPTIONS: tuple[str, ...] = ("", *WEIGHT_DTYPES)  # "" = the weights dtype
 KV_DTYPE_OPTIONS: tuple[str, ...] = KV_DTYPES
 ACCEPTANCE_OPTIONS: tuple[str, ...] = ("prior", "alpha", "sample", "upload")
 
@@ -99,6 +100,9 @@ class Setting:
     max_chars: int = 200
     examples: tuple[Scalar, ...] = ()
     page: str | None = None  # edited on that page, not in the sidebar (kept in the session)
+    # The CLI reads the flag's text through this before checking the options (dtype spellings:
+    # `--dtype fp8-block` is fp8_block).
+    parse: Callable[[str], Scalar] | None = None
 
     @property
     def scenario_default(self) -> Scalar | None:
@@ -168,7 +172,18 @@ SETTINGS: tuple[Setting, ...] = (
             description="tensor-parallel degree", unit="GPUs", options=TP_OPTIONS,
             bounds=(1, 64), flag="--tp"),
     Setting("dt", "dtype", "Weights dtype", str, "bf16", "Workload", field="dtype",
-            description="weight/GEMM dtype", options=DTYPE_OPTIONS, flag="--dtype"),
+            description="weight/GEMM dtype", options=DTYPE_OPTIONS, flag="--dtype",
+            parse=normalize_dtype),
+    # Links and saved scenarios from before the setting have no `moe`: the weights dtype, as
+    # the model priced experts then.
+    Setting("moe", "MoE expert dtype", "MoE expert dtype", str, "", "Workload",
+            field="moe_dtype", description="routed-expert weight/GEMM dtype (MoE models; "
+            "default: the weights dtype)",
+            help="Deployments often quantize the routed experts further than the rest (NVFP4 "
+            "experts with BF16 attention): their GEMMs and weight bytes use this dtype. "
+            "Dense models have no routed experts.",
+            options=MOE_DTYPE_OPTIONS, none_value="", none_label="same as weights",
+            flag="--moe-dtype", parse=normalize_dtype),
     Setting("kv", "KV dtype", "KV-cache dtype", str, "bf16", "Workload", field="kv_dtype",
             description="KV-cache dtype", options=KV_DTYPE_OPTIONS, flag="--kv-dtype"),
     Setting("eng", "serving engine", "Serving engine", str, DEFAULT_ENGINE, "Workload",

@@ -60,7 +60,7 @@ def _model_hw(sc: Scenario) -> tuple[float, str]:
     from explorer.model.grid import scenario_model
 
     hw = scenario_model(sc).r.hardware
-    return hw.peak_flops_per_s(sc.dtype) * hw.gemm_compute_efficiency / 1e12, hw.name
+    return hw.peak_flops_per_s(sc.dtype) * hw.gemm_compute_efficiency_for(sc.dtype) / 1e12, hw.name
 
 
 def best_per_mechanism(rec: Recommendation) -> list[Any]:

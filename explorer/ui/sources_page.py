@@ -5,6 +5,16 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from explorer.analysis.roofline_check import (
+    ROOFLINE_TARGET_MAPE,
+    ModelVsMeasured,
+    hardware_cv_errors,
+    model_vs_measured,
+    roofline_scores,
+)
+from explorer.base.dtypes import WEIGHT_DTYPES
+from explorer.base.engines import SERVING_ENGINES
+from explorer.kernel_tables import SYSTEM_FOR_PRESET
 from explorer.presets import (
     engine_profiles,
     hardware_presets,
@@ -12,6 +22,7 @@ from explorer.presets import (
     model_presets,
 )
 from explorer.specs.engine import EngineProfile
+from explorer.ui.roofline_figures import roofline_residual_figure, roofline_vs_measured_figure
 
 
 def render() -> None:
@@ -29,6 +40,7 @@ def render() -> None:
         "step overhead µs": h.step_overhead_s * 1e6, "spec source": h.spec_source,
         "fit source": h.fit_source, "assumptions": h.assumptions,
     } for h in hardware_presets().values()]), hide_index=True)
+    _roofline_section()
     st.subheader("Models")
     st.dataframe(pd.DataFrame([{
         "preset": m.slug, "name": m.name, "role": m.role, "layers": m.layers,
@@ -69,3 +81,58 @@ def _engine_value(e: EngineProfile, parameter: str) -> str:
         "ngram_no_match": "verifies 1 token" if e.ngram_no_match == "one" else "full width",
     }
     return values.get(parameter, "")
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _model_vs_measured(hardware: str, engine: str, dtype: str) -> ModelVsMeasured:
+    return model_vs_measured(hardware, engine, dtype)
+
+
+def _roofline_section() -> None:
+    """The roofline for what no table covers: its cross-validated error per preset and dtype,
+    and model vs measured with residuals for one (GPU, engine, dtype)."""
+    st.subheader("Roofline vs measured kernels")
+    st.caption(
+        "Where no measured table covers a call (hypothetical hardware, shapes outside a "
+        "table), kernels are priced by a per-dtype roofline fitted across GPUs on the "
+        "aiconfigurator-core tables (data/roofline_fit.csv). Its error is cross-validated "
+        "leave-one-GPU-out: fitted without a GPU, scored on it. Target: ≤ "
+        f"{ROOFLINE_TARGET_MAPE:.0%}.")
+    scores = roofline_scores()
+    st.dataframe(pd.DataFrame([{
+        "kernel": "GEMM" if sc.kind == "gemm" else "decode attention", "dtype": sc.dtype,
+        "fitted on": f"{sc.engine} tables", "rule": sc.rule,
+        "LOO MAPE": f"{sc.loo_mape:.1%}", "LOO bias": f"{sc.loo_bias:+.1%}",
+        "target": "met" if sc.meets_target else "missed", "why": sc.why,
+    } for sc in scores]), hide_index=True)
+    rows = []
+    for slug in hardware_presets():
+        errs = hardware_cv_errors(slug)
+        row: dict[str, str] = {"preset": slug}
+        for e in errs:
+            label = f"{'GEMM' if e.kind == 'gemm' else 'attn'} {e.dtype}"
+            row[label] = f"{e.mape_serving:.1%}"
+        if not errs:
+            row["note"] = ("no measured tables: the rule is carried by spec sheet, its error "
+                           "here is unknown" if SYSTEM_FOR_PRESET.get(slug) is None
+                           else "not held out")
+        rows.append(row)
+    st.caption("Each hardware preset's cross-validated error (the roofline fitted without it; "
+               "GEMM on serving shapes n, k ≥ 1024):")
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    with_tables = [s for s, sys in SYSTEM_FOR_PRESET.items() if sys is not None]
+    c1, c2, c3 = st.columns(3)
+    gpu = c1.selectbox("GPU", with_tables, key="roof_gpu")
+    engine = c2.selectbox("Engine", list(SERVING_ENGINES), key="roof_engine")
+    dtype = c3.selectbox("dtype", list(WEIGHT_DTYPES), key="roof_dtype")
+    d = _model_vs_measured(gpu, engine, dtype)
+    if not d.m.size:
+        st.info(f"No measured GEMM table for {gpu}, {engine}, {dtype}: {d.table}")
+        return
+    st.caption(f"{d.table}: {d.n_points} measured points ({d.m.size} drawn); the model's "
+               f"roofline for {gpu} misses them by MAPE {d.mape:.1%}, bias {d.bias:+.1%} "
+               "(in-sample where this GPU was among those fitted; the table itself prices the "
+               "calls it covers).")
+    left, right = st.columns(2)
+    left.plotly_chart(roofline_vs_measured_figure(d), width="stretch", key="fig_roofline")
+    right.plotly_chart(roofline_residual_figure(d), width="stretch", key="fig_roofline_residual")

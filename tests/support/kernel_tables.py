@@ -20,7 +20,8 @@ SHAPES = ((6144, 4096), (4096, 4096))  # (n, k) of the QKV and O projections
 TOKENS = (1, 8, 32, 128, 512)
 SLOWDOWN = {6144: (2.0, 1.4), 4096: (1.1, 1.6)}  # by n: at even / odd positions in TOKENS
 # A GPU with a peak for each dtype (the roofline falls back to a wider dtype otherwise).
-HARDWARE_FOR: dict[WeightDtype, str] = {"bf16": "h100", "fp8": "h100", "fp4": "b200"}
+HARDWARE_FOR: dict[WeightDtype, str] = {"bf16": "h100", "fp8": "h100", "fp8_block": "h100",
+                                        "fp4": "b200"}
 
 
 def kernel_timings_csv(spelling: str, dtype: WeightDtype) -> bytes:

@@ -76,7 +76,8 @@ def test_every_scenario_field_has_one_declaration_and_they_agree():
         assert optional == (s.none_value is not None), f"{name}: None ↔ none_value"
         inner = [a for a in args if a is not type(None)] if optional else [f.annotation]
         if typing.get_origin(inner[0]) is typing.Literal:  # a str setting: options = domain
-            assert s.value_type is str and typing.get_args(inner[0]) == s.options, name
+            domain = tuple(o for o in s.options if o != s.none_value)
+            assert s.value_type is str and typing.get_args(inner[0]) == domain, name
         else:
             assert inner == [s.value_type], name
             assert not (s.value_type is str and s.options), name
@@ -248,8 +249,9 @@ def test_stored_view_of_a_scenario_decodes_back_to_it(tmp_path: Path):
 
 
 def test_an_old_stored_view_keeps_opening(tmp_path: Path):
-    """The view dict of a record saved before verify width W and the engine existed (record
-    format 1): it opens with W = chain and the vLLM engine."""
+    """The view dict of a record saved before verify width W, the engine and the MoE dtype
+    existed (record format 1): it opens with W = chain, the vLLM engine and experts at the
+    weights dtype."""
     old = {"hw": "b200", "m": "llama-3.1-8b", "mech": "eagle3", "dm": "", "dt": "fp8",
            "kv": "bf16", "b": 16, "ctx": 32768, "tp": 1, "d": 5, "g": 0, "L": 0, "rho": 0.0,
            "acc": "alpha", "a": 0.6, "curve": "", "slo": 45.0, "usd": 2.5}
@@ -260,7 +262,8 @@ def test_an_old_stored_view_keeps_opening(tmp_path: Path):
     assert record.view == old
     state = us.decode_view(record.view)
     assert state.warnings == ()
-    assert state.values == old | {"w": 0, "eng": "vllm", "dp": us.DEFAULT_VALUES["dp"]}
+    assert state.values == old | {"w": 0, "eng": "vllm", "dp": us.DEFAULT_VALUES["dp"],
+                                  "moe": ""}
     assert us.scenario_from_view(state.values) == sc
     assert sc.engine == "vllm"
 

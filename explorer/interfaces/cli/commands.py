@@ -11,8 +11,11 @@ import numpy as np
 
 from explorer.analysis.codesign import GroupAt, codesign
 from explorer.analysis.evaluate import evaluate
+from explorer.analysis.kernel_points import attention_points, gemm_points
 from explorer.analysis.recommend import recommend
 from explorer.analysis.sweep import sweep
+from explorer.base.dtypes import normalize_dtype
+from explorer.base.engines import DEFAULT_ENGINE, SERVING_ENGINES
 from explorer.base.errors import ScenarioError
 from explorer.base.quoting import escape_controls
 from explorer.interfaces.cli import deploy as deploy_commands
@@ -24,12 +27,12 @@ from explorer.interfaces.cli.options import (
     add_design_options,
     add_scenario_options,
     design_axes,
+    parse_int_list,
     print_json,
     scenario_from_args,
     sweep_axes,
 )
 from explorer.measured import validate_path
-from explorer.model.kernels import attention_time, gemm_time
 from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
 from explorer.specs.deployment import profile_json_schema
 from explorer.specs.hardware import HardwareSpec
@@ -58,20 +61,26 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="recognise and check a measured-data file")
     v.add_argument("file")
     v.add_argument("--json", action="store_true")
-    k = sub.add_parser("kernel", help="one kernel's predicted time")
+    k = sub.add_parser("kernel", help="a kernel's time at each point of lists or ranges, with "
+                       "its source (measured table or roofline)")
     ksub = k.add_subparsers(dest="kernel", required=True, parser_class=Parser)
     kg = ksub.add_parser("gemm")
     for flag in ("--m", "--n", "--k"):
-        kg.add_argument(flag, type=int, required=True)
-    kg.add_argument("--dtype", choices=list(DTYPE_OPTIONS), default="bf16")
+        kg.add_argument(flag, required=True, help=LIST_HELP)
+    kg.add_argument("--dtype", choices=list(DTYPE_OPTIONS), type=normalize_dtype,
+                    default="bf16")
     ka = ksub.add_parser("attention")
     for flag, default in (("--batch", None), ("--context", None), ("--q-heads", None),
-                          ("--kv-heads", None), ("--head-dim", 128), ("--q-len", 1)):
-        ka.add_argument(flag, type=int, required=default is None, default=default)
-    ka.add_argument("--kv-dtype", choices=list(KV_DTYPE_OPTIONS), default="bf16")
+                          ("--kv-heads", None), ("--head-dim", "128"), ("--q-len", "1")):
+        ka.add_argument(flag, required=default is None, default=default, help=LIST_HELP)
+    ka.add_argument("--kv-dtype", choices=list(KV_DTYPE_OPTIONS), type=normalize_dtype,
+                    default="bf16")
     for kp in (kg, ka):
         kp.add_argument("--hardware", default="h200")
-        kp.add_argument("--json", action="store_true")
+        kp.add_argument("--engine", choices=list(SERVING_ENGINES), default=DEFAULT_ENGINE,
+                        help="whose measured kernel tables price the covered points")
+        kp.add_argument("--json", action="store_true",
+                        help="one JSON object for one point, a list of them for several")
     return p
 
 
@@ -212,39 +221,47 @@ def _hardware(slug: str) -> HardwareSpec:
     return hw
 
 
+# Bounds of the kernel command's shape values (a GEMM dimension or head count of any model).
+KERNEL_DIM_MAX = 1 << 24
+MAX_KERNEL_POINTS = 100_000
+LIST_HELP = "a value, comma list or range: 1,8,64 or 1:512:x2 or 0:64:+8"
+
+
+def _kernel_lists(args: argparse.Namespace, flags: tuple[str, ...]) -> dict[str, list[int]]:
+    lists = {f: parse_int_list(str(getattr(args, f)), "--" + f.replace("_", "-"), 1,
+                               KERNEL_DIM_MAX) for f in flags}
+    points = int(np.prod([len(v) for v in lists.values()]))
+    if points > MAX_KERNEL_POINTS:
+        raise UsageError(f"argument --{flags[0]}: {points} points (the lists' product) exceed "
+                         f"{MAX_KERNEL_POINTS}")
+    return lists
+
+
 def cmd_kernel(args: argparse.Namespace) -> int:
     hw = _hardware(args.hardware)
     if args.kernel == "gemm":
-        for flag in ("m", "n", "k"):
-            if getattr(args, flag) < 1:
-                raise UsageError(f"argument --{flag}: must be ≥ 1")
-        kt = gemm_time(hw, args.m, args.n, args.k, args.dtype)
-        shape = {"m": args.m, "n": args.n, "k": args.k, "dtype": args.dtype}
+        v = _kernel_lists(args, ("m", "n", "k"))
+        points = gemm_points(hw, args.engine, v["m"], v["n"], v["k"], args.dtype)
     else:
-        for flag in ("batch", "context", "q_heads", "kv_heads", "head_dim", "q_len"):
-            if getattr(args, flag) < 1:
-                raise UsageError(f"argument --{flag.replace('_', '-')}: must be ≥ 1")
-        if args.q_heads % args.kv_heads:
-            raise UsageError("argument --kv-heads: must divide --q-heads")
-        group = args.q_heads / args.kv_heads
-        kt = attention_time(hw, args.batch, args.context, args.kv_heads, group, args.q_len,
-                            args.head_dim, kv_dtype=args.kv_dtype)
-        shape = {"batch": args.batch, "context": args.context, "q_heads": args.q_heads,
-                 "kv_heads": args.kv_heads, "head_dim": args.head_dim, "q_len": args.q_len}
-    t = float(kt.time_s)
-    out = {
-        "kernel": args.kernel, "hardware": hw.slug, **shape, "time_s": t,
-        "achieved_tflops": float(kt.flops) / t / 1e12,
-        "achieved_bytes_per_s": float(kt.bytes) / t,
-        "bound": "compute" if bool(kt.compute_bound) else "memory",
-        "at_kernel_floor": bool(kt.at_floor),
-    }
+        v = _kernel_lists(args, ("batch", "context", "q_heads", "kv_heads", "head_dim",
+                                 "q_len"))
+        for q in v["q_heads"]:
+            bad = [kv for kv in v["kv_heads"] if q % kv]
+            if bad:
+                raise UsageError(f"argument --kv-heads: {bad[0]} does not divide --q-heads {q}")
+        points = attention_points(hw, args.engine, v["batch"], v["context"], v["q_heads"],
+                                  v["kv_heads"], v["head_dim"], v["q_len"], args.kv_dtype)
+    rows = [p.as_dict(args.kernel, hw.slug, args.engine) for p in points]
     if args.json:
-        print_json(out)
-    else:
-        print(f"{args.kernel} on {hw.name}: {t * 1e6:.2f} µs, {out['achieved_tflops']:.1f} TFLOP/s,"
-              f" {out['achieved_bytes_per_s'] / 1e12:.2f} TB/s, {out['bound']}-bound"
-              + (" (at the kernel floor)" if out["at_kernel_floor"] else ""))
+        print_json(rows[0] if len(rows) == 1 else rows)
+        return 0
+    for p, out in zip(points, rows, strict=True):
+        where = " ".join(f"{k}={val}" for k, val in p.shape.items())
+        print(f"{args.kernel} on {hw.name} {where}: {p.time_s * 1e6:.2f} µs, "
+              f"{out['achieved_tflops']:.1f} TFLOP/s, {out['achieved_bytes_per_s'] / 1e12:.2f} "
+              f"TB/s, {out['bound']}-bound"
+              + (" (at the kernel floor)" if p.at_floor and not p.measured else "")
+              + f" — {p.source}")
     return 0
 
 

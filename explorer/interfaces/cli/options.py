@@ -37,6 +37,10 @@ FLAG_OF_FIELD: dict[str, str] = {
 }
 
 
+# Values one list or range flag may expand to (a typo such as 1:10000000 stays a message).
+MAX_LIST_VALUES = 100_000
+
+
 class UsageError(Exception):
     """A bad flag or value: printed as one line, exit code 2."""
 
@@ -51,32 +55,42 @@ def print_json(obj: Any) -> None:
 
 
 def parse_int_list(text: str, flag: str, lo: int, hi: int) -> list[int]:
-    """'1,8,64' or '0:32' (inclusive) or '1:4096:x2' (geometric) or '0:32:4' (step)."""
+    """'1,8,64', '0:32' (inclusive), '1:4096:x2' (geometric), '0:32:4' or '0:32:+4' (step),
+    and commas of these: the values sorted and unique, each checked against [lo, hi]."""
     out: list[int] = []
     try:
         for part in text.split(","):
             part = part.strip()
             if ":" in part:
                 bits = part.split(":")
+                if len(bits) > 3:
+                    raise ValueError
                 start, stop = int(bits[0]), int(bits[1])
-                step = bits[2] if len(bits) > 2 else "1"
+                step = bits[2].strip() if len(bits) > 2 else "1"
+                if start > stop:
+                    raise ValueError
                 if step.startswith("x"):
                     factor = int(step[1:])
-                    if factor < 2:
+                    if factor < 2 or start < 1:
                         raise ValueError
                     v = start
                     while v <= stop:
                         out.append(v)
                         v *= factor
                 else:
-                    if int(step) < 1:
+                    stride = int(step.removeprefix("+"))
+                    if stride < 1:
                         raise ValueError
-                    out.extend(range(start, stop + 1, int(step)))
+                    if (stop - start) // stride >= MAX_LIST_VALUES:
+                        raise UsageError(f"argument {flag}: '{part}' has more than "
+                                         f"{MAX_LIST_VALUES} values")
+                    out.extend(range(start, stop + 1, stride))
             else:
                 out.append(int(part))
     except ValueError:
         raise UsageError(
-            f"argument {flag}: invalid list or range '{text}' (use 1,8,64 or 0:32 or 1:4096:x2)"
+            f"argument {flag}: invalid list or range '{text}' (use 1,8,64 or 0:32 or 1:4096:x2 "
+            "or 0:32:+4)"
         ) from None
     if not out:
         raise UsageError(f"argument {flag}: empty list '{text}'")
@@ -84,7 +98,6 @@ def parse_int_list(text: str, flag: str, lo: int, hi: int) -> list[int]:
     if bad:
         raise UsageError(f"argument {flag}: value {bad[0]} is outside [{lo}, {hi}]")
     return sorted(set(out))
-
 
 
 def _help(s: Setting, listed: bool) -> str:
@@ -105,7 +118,9 @@ def add_scenario_options(p: argparse.ArgumentParser, lists: bool) -> None:
         if listed:
             p.add_argument(str(s.flag), help=_help(s, listed))
         elif s.value_type is str and s.options:  # a str setting's options are its Literal
-            p.add_argument(str(s.flag), choices=list(s.options), help=_help(s, listed))
+            choices = [o for o in s.options if o != s.none_value]
+            p.add_argument(str(s.flag), choices=choices, type=s.parse or str,
+                           help=_help(s, listed))
         else:
             p.add_argument(str(s.flag), type=s.value_type, help=_help(s, listed))
     acc = p.add_mutually_exclusive_group()

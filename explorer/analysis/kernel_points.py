@@ -1,0 +1,115 @@
+"""One kernel's time at each point of a grid of shapes, as the cost model prices it, with the
+source of each time: the pinned package's measured table (engine, version, GPU) where it covers
+the point, else the roofline (the per-dtype cross-GPU fit, or the preset's single η).
+
+`python -m explorer kernel gemm|attention` prints these; the model (model/layers.py) prices
+its calls through the same MeasuredKernels lookups.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from explorer.model.kernels import FloatArray, KernelTime, attention_time, gemm_time
+from explorer.model.measured_kernels import measured_kernels
+from explorer.specs.hardware import HardwareSpec
+
+
+@dataclass(frozen=True)
+class KernelPoint:
+    """One point: its shape, the time the model uses, and where it came from."""
+
+    shape: dict[str, Any]
+    time_s: float
+    roofline_time_s: float
+    source: str
+    measured: bool
+    flops: float
+    nbytes: float
+    compute_bound: bool
+    at_floor: bool
+
+    def as_dict(self, kernel: str, hardware: str, engine: str) -> dict[str, Any]:
+        t = self.time_s
+        return {
+            "kernel": kernel, "hardware": hardware, "engine": engine, **self.shape,
+            "time_s": t, "roofline_time_s": self.roofline_time_s, "source": self.source,
+            "achieved_tflops": self.flops / t / 1e12, "achieved_bytes_per_s": self.nbytes / t,
+            "bound": "compute" if self.compute_bound else "memory",
+            "at_kernel_floor": self.at_floor,
+        }
+
+
+def roofline_source(hw: HardwareSpec, kind: str, dtype: str) -> str:
+    """Which roofline prices an uncovered call, with its cross-validated error."""
+    fit = hw.gemm_fit(dtype) if kind == "gemm" else hw.attention_fit(dtype)
+    if fit is None:
+        return f"roofline ({hw.slug} single-η fit, hardware.csv)"
+    return (f"roofline ({dtype} fit on {fit.engine} tables of {fit.gpus}; leave-one-GPU-out "
+            f"MAPE {fit.loo_mape:.1%})")
+
+
+def _point(kt: KernelTime, t: float, shape: dict[str, Any], source: str,
+           measured: bool) -> KernelPoint:
+    return KernelPoint(shape, t, float(kt.time_s), source, measured, float(kt.flops),
+                       float(kt.bytes), bool(kt.compute_bound), bool(kt.at_floor))
+
+
+def gemm_points(hw: HardwareSpec, engine: str, ms: list[int], ns: list[int], ks: list[int],
+                dtype: str) -> list[KernelPoint]:
+    tables = measured_kernels(hw, engine, dtype, "bf16")
+    out = []
+    for m, n, k in itertools.product(ms, ns, ks):
+        kt = gemm_time(hw, m, n, k, dtype)
+        tables.tally.reset()
+        t = float(tables.gemm_time(
+            np.array([float(m)]), float(n), float(k), np.atleast_1d(kt.time_s),
+            lambda mm, nn, kk: gemm_time(hw, mm, nn, kk, dtype).time_s)[0])
+        covered = tables.tally.measured.get("gemm", 0) > 0
+        source = (f"table {tables.label()} gemm {dtype}" if covered
+                  else f"{roofline_source(hw, 'gemm', dtype)}: "
+                  f"{tables.tally.why_not.get('gemm', 'not covered')}")
+        out.append(_point(kt, t, {"m": m, "n": n, "k": k, "dtype": dtype}, source, covered))
+    return out
+
+
+def _attention_q1(hw: HardwareSpec, kv: int, g: float, h: int, kv_dtype: str,
+                  batch: FloatArray, context: FloatArray) -> FloatArray:
+    return attention_time(hw, batch, context, kv, g, 1, h, kv_dtype=kv_dtype).time_s
+
+
+def attention_points(hw: HardwareSpec, engine: str, batches: list[int], contexts: list[int],
+                     q_heads: list[int], kv_heads: list[int], head_dims: list[int],
+                     q_lens: list[int], kv_dtype: str) -> list[KernelPoint]:
+    """Decode/verify attention per point; q_heads and kv_heads are per GPU (each KV head must
+    divide the query heads: the caller checks it)."""
+    tables = measured_kernels(hw, engine, "bf16", kv_dtype)
+    out = []
+    for b, s, qh, kv, h, w in itertools.product(batches, contexts, q_heads, kv_heads,
+                                                head_dims, q_lens):
+        g = qh / kv
+        kt = attention_time(hw, b, s, kv, g, w, h, kv_dtype=kv_dtype)
+        kt1 = attention_time(hw, b, s, kv, g, 1, h, kv_dtype=kv_dtype)
+        tables.tally.reset()
+        t = float(np.asarray(tables.attention_time(
+            np.array([float(b)]), np.array([float(s)]), float(qh), np.array([float(kv)]), h, 0,
+            np.atleast_1d(kt.time_s), np.atleast_1d(kt1.time_s),
+            partial(_attention_q1, hw, kv, g, h, kv_dtype),
+        )).reshape(-1)[0])
+        covered = tables.tally.measured.get("attention", 0) > 0
+        if covered:
+            source = f"table {tables.label()} generation_attention {kv_dtype} KV"
+            if w > 1:
+                source += f" × modelled tile increment t(q_len={w})/t(1)"
+        else:
+            source = (f"{roofline_source(hw, 'attention', kv_dtype)}: "
+                      f"{tables.tally.why_not.get('attention', 'not covered')}")
+        shape = {"batch": b, "context": s, "q_heads": qh, "kv_heads": kv, "head_dim": h,
+                 "q_len": w, "kv_dtype": kv_dtype}
+        out.append(_point(kt, t, shape, source, covered))
+    return out

@@ -1,0 +1,44 @@
+"""AppTest: the MoE expert dtype widget drives the scenario and a link sets it; the Presets &
+sources page shows the roofline's cross-validated error and model vs measured with residuals."""
+
+from __future__ import annotations
+
+from explorer import Scenario, evaluate
+from tests.support.apptest import goto, run_app
+
+
+def _speedup(**kw: object) -> str:
+    ev = evaluate(Scenario.model_validate(kw))
+    assert ev.speedup is not None
+    return f"{ev.speedup:.2f}×"
+
+
+def test_the_moe_dtype_widget_drives_the_scenario():
+    at = run_app(m="qwen3-30b-a3b", tp="1")
+    before = next(m.value for m in at.metric if m.label == "Speedup")
+    assert before == _speedup(model="qwen3-30b-a3b", tp=1)
+    at.selectbox(key="moe").set_value("fp4").run()
+    assert not at.exception
+    after = next(m.value for m in at.metric if m.label == "Speedup")
+    assert after == _speedup(model="qwen3-30b-a3b", tp=1, moe_dtype="fp4")
+
+
+def test_a_link_with_a_moe_dtype_opens_with_it():
+    at = run_app(m="qwen3-30b-a3b", tp="1", moe="fp8", v="1")
+    assert at.selectbox(key="moe").value == "fp8"
+
+
+def test_presets_page_shows_roofline_errors_and_model_vs_measured():
+    at = goto(run_app(), "sources")
+    text = " ".join(c.value for c in at.caption)
+    assert "leave-one-GPU-out" in text and "MAPE" in text
+    frames = [df.value for df in at.dataframe]
+    summary = next(f for f in frames if "LOO MAPE" in f.columns)
+    assert {"bf16", "fp8", "fp4"} <= set(summary["dtype"])
+    per_hw = next(f for f in frames if "preset" in f.columns and "GEMM bf16" in f.columns)
+    assert per_hw.set_index("preset").loc["h100", "GEMM bf16"].endswith("%")
+    assert "mi300x" in set(per_hw["preset"])
+    at.selectbox(key="roof_gpu").set_value("b200").run()
+    at.selectbox(key="roof_dtype").set_value("fp4").run()
+    assert not at.exception
+    assert any("b200" in c.value and "measured points" in c.value for c in at.caption)
