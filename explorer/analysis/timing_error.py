@@ -25,7 +25,7 @@ STEP_REFERENCE = DATA_DIR / "samples" / "step_times.csv"
 # also holds the engine's per-step overhead, so the reference step gets it too (like for like).
 FIT_STEP_OVERHEAD_MS = 1.20683946
 CHECKED_DRAFT_LENS = (3, 7)
-CHECKED_MAX_BATCH = 64
+CHECKED_BATCHES_UP_TO = 64
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def verify_ratio_checks(engine: ServingEngine = "vllm") -> list[VerifyRatioCheck
                                 engine=engine))
     out = []
     for d in CHECKED_DRAFT_LENS:
-        rows = steps[(steps.draft_len == d) & (steps.batch <= CHECKED_MAX_BATCH)]
+        rows = steps[(steps.draft_len == d) & (steps.batch <= CHECKED_BATCHES_UP_TO)]
         b = rows.batch.to_numpy(dtype=np.float64)
         spec_ms = rows.step_time_ms.to_numpy(dtype=np.float64) + FIT_STEP_OVERHEAD_MS
         base_ms = base.loc[rows.batch].to_numpy(dtype=np.float64) + FIT_STEP_OVERHEAD_MS
