@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import SAMPLES
+from tests.support.st_client import data_upload_input
 
 pytestmark = pytest.mark.browser
 
@@ -117,7 +118,7 @@ def test_upload_curve_then_broken_file_keeps_the_old_curve(chromium, app_url: st
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(app_url + "/data")
     settle(page)
-    upload = page.get_by_test_id("stFileUploader").locator("input[type='file']")
+    upload = data_upload_input(page)
     sample = SAMPLES / "al_curve.csv"
     upload.set_input_files(str(sample))
     settle(page)
@@ -150,7 +151,7 @@ def test_measured_step_times_replace_the_model_in_the_explorer(chromium, app_url
     page.get_by_role("link", name="Measured data").click()
     settle(page)
     sample = SAMPLES / "step_times.csv"
-    page.get_by_test_id("stFileUploader").locator("input[type='file']").set_input_files(
+    data_upload_input(page).set_input_files(
         str(sample))
     settle(page)
     page.get_by_role("button", name="Use these step times in the explorer").click()

@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from tests.browser.test_browser import settle
 from tests.support.paths import SAMPLES
+from tests.support.st_client import data_upload_input
 from tests.unit.test_repro import EXPECTED, repro_files
 
 pytestmark = pytest.mark.browser
@@ -18,7 +19,7 @@ def test_every_reproduction_is_refused_by_name_or_used_in_the_browser(chromium, 
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(app_url + "/data")
     settle(page)
-    upload = page.get_by_test_id("stFileUploader").locator("input[type='file']")
+    upload = data_upload_input(page)
     upload.set_input_files(str(SAMPLES / "al_curve.csv"))
     settle(page)
     page.wait_for_selector("text=Loaded datasets", timeout=30_000)

@@ -12,6 +12,7 @@ from explorer import Acceptance, Scenario, evaluate
 from explorer.measured import validate_path
 from tests.support.paths import SAMPLES
 from tests.support.server import app_env, free_port, start_server
+from tests.support.st_client import data_upload_input
 
 pytestmark = pytest.mark.browser
 
@@ -59,7 +60,7 @@ def test_saved_link_with_an_uploaded_curve_reopens_identically(chromium, app_url
     page = ctx.new_page()
     page.goto(app_url + "/data")
     settle(page)
-    page.get_by_test_id("stFileUploader").locator("input[type='file']").set_input_files(
+    data_upload_input(page).set_input_files(
         str(SAMPLE))
     settle(page)
     page.wait_for_selector("text=Loaded datasets", timeout=30_000)

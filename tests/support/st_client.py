@@ -110,6 +110,13 @@ def settle(page: Any) -> None:
     page.wait_for_timeout(300)
 
 
+def data_upload_input(page: Any) -> Any:
+    """The Measured data page's file input for measured data (the page also takes a config.json
+    in a second uploader)."""
+    return (page.get_by_test_id("stFileUploader").filter(has_text="Upload a file")
+            .locator("input[type='file']"))
+
+
 def metric_text(page: Any, label: str) -> str:
     box = page.get_by_test_id("stMetric").filter(has_text=label).first
     return str(box.get_by_test_id("stMetricValue").inner_text())

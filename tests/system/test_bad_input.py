@@ -40,7 +40,7 @@ from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Acceptance
 from tests.support.paths import ROOT
 from tests.support.server import free_port, log_problems, memory_mib, serve, wait_healthy
-from tests.support.st_client import StSession, metric_text, settle
+from tests.support.st_client import StSession, data_upload_input, metric_text, settle
 
 APP = str(ROOT / "app.py")
 MiB = 2**20
@@ -401,7 +401,7 @@ def test_markup_in_links_names_and_labels_is_shown_as_text(chromium, tmp_path: P
         page.get_by_label("Dataset name (optional; defaults to the file name)").fill(XSS_NAME)
         page.keyboard.press("Enter")
         settle(page)
-        upload = page.get_by_test_id("stFileUploader").locator("input[type='file']")
+        upload = data_upload_input(page)
         upload.set_input_files(str(csv_path))
         settle(page)
         page.get_by_label("Dataset name (optional; defaults to the file name)").fill("")

@@ -40,7 +40,7 @@ from explorer.specs.scenario import Acceptance
 from tests.support.paths import ROOT
 from tests.support.postgres import postgres_url
 from tests.support.server import free_port, log_problems, start_server, stop_server, wait_healthy
-from tests.support.st_client import StSession, metric_text, settle
+from tests.support.st_client import StSession, data_upload_input, metric_text, settle
 
 APP = str(ROOT / "app.py")
 
@@ -388,7 +388,7 @@ def test_cut_off_upload_is_reported_and_changes_nothing(chromium, tmp_path: Path
         page = chromium.new_page(viewport={"width": 1400, "height": 2000})
         page.goto(url + "/data")
         settle(page)
-        upload = page.get_by_test_id("stFileUploader").locator("input[type='file']")
+        upload = data_upload_input(page)
         upload.set_input_files(str(sample))
         settle(page)
         page.wait_for_selector("text=Loaded datasets", timeout=60_000)
