@@ -96,3 +96,15 @@ def test_cached_charts_equal_a_fresh_build_of_the_same_scenario(kw):
         if got is not None:
             sent = json.loads(plotly.io.to_json(got.to_dict(), validate=False))
             assert sent == json.loads(fresh.to_json()), (name, kw)
+
+
+def test_sources_page_shows_every_source_in_full():
+    from explorer.presets import hardware_presets, mechanism_presets
+    from tests.support.apptest import goto
+
+    at = goto(run_app(), "sources")
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")
+    for h in hardware_presets().values():
+        assert h.spec_source[-60:].replace("*", "") in text.replace("*", ""), h.slug
+    for x in mechanism_presets().values():
+        assert x.prior_source[-60:].replace("*", "") in text.replace("*", ""), x.slug
