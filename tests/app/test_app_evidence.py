@@ -13,14 +13,14 @@ def page_text(at) -> str:  # type: ignore[no-untyped-def]
 
 
 def test_external_for_deepseek_is_explained_without_a_cli_flag():
-    at = run_app(m="deepseek-v3", mech="external", tp="8")
+    at = run_app(m="deepseek-v3", mech="external", tp="8", vw="mechanisms")
     text = page_text(at)
     assert "tokenizer" in text and "--draft-model" not in text and "pick one" not in text
     assert "External draft model: unavailable, not ranked" in text
 
 
 def test_mtp_on_llama_is_a_flagged_hypothetical_and_not_ranked():
-    at = run_app(mech="mtp")
+    at = run_app(mech="mtp", vw="mechanisms")
     warnings = " ".join(w.value for w in at.warning)
     assert "is unavailable for this target" in warnings and "ships no MTP layers" in warnings
     assert "MTP head (native multi-token prediction): unavailable, not ranked" in page_text(at)
