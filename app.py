@@ -27,9 +27,12 @@ if data_page.ACTIVE_CURVE in st.session_state:  # keep the chosen upload on the 
     st.session_state[data_page.ACTIVE_CURVE] = st.session_state[data_page.ACTIVE_CURVE]  # drop it
 share.open_link()  # ?s=<id>: a saved scenario sets the widgets before they exist
 values = controls.sidebar()
-# Written only when missing: every write sends the whole query string as this run read it,
-# which after quick key presses is older than the browser's (the URL fell behind the view).
-if st.query_params.get("v") != "1":
+# A write sends the whole query string as this run read it. While a session's first runs
+# settle the link (values that fell back removed) that is the point; later, after quick key
+# presses, it is older than the browser's and set the URL back (page D=8, URL d=7): then the
+# link is written only if its version is missing.
+URL_SETTLED = "_url_settled"
+if st.query_params.get("v") != "1" or not st.session_state.get(URL_SETTLED):
     st.query_params["v"] = "1"
 
 
@@ -82,4 +85,6 @@ page = st.navigation([
     st.Page(deployment, title="Deployment", icon=":material/dns:", url_path="deploy"),
 ])
 page.run()
+if controls.RESETS_KEY not in st.session_state:
+    st.session_state[URL_SETTLED] = True
 st.session_state["_script_run_s"] = time.perf_counter() - _started  # read by benchmarks

@@ -15,6 +15,7 @@ import streamlit as st
 
 from explorer.analysis.evaluate import Evaluation, evaluate
 from explorer.analysis.frontier import BestDraftLen, best_draft_len, pareto
+from explorer.analysis.guidelines import Guideline, guidelines
 from explorer.analysis.recommend import Recommendation, recommend
 from explorer.analysis.targets import operating_point
 from explorer.analysis.views import (
@@ -29,29 +30,84 @@ from explorer.specs.scenario import Scenario
 from explorer.ui import figures
 
 Options = tuple[tuple[str, Any], ...]  # hashable chart options, e.g. (("normalized", True),)
+Spec = dict[str, Any]  # a figure as plotly's to_dict() gives it (arrays base64)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def evaluation(js: str) -> tuple[Evaluation, Recommendation]:
+# --- what each result depends on -------------------------------------------------------------
+# The views over (B, D) do not depend on the scenario's own B and D, and the ranking and the
+# (G, D) and tile views not on its D: a slider move then reuses them (tests/app/test_app_views.py
+# checks each against a direct computation). A fixed AL is AL *at the scenario's D*, so such a
+# scenario keeps its point.
+
+def _without(js: str, *fields: str) -> str:
     sc = Scenario.model_validate_json(js)
-    return evaluate(sc), recommend(sc)
+    if sc.acceptance.kind == "fixed":
+        return js
+    reset = {"batch": 1, "draft_len": 0}
+    return sc.model_copy(update={f: reset[f] for f in fields}).model_dump_json()
+
+
+def point_free(js: str) -> str:
+    return _without(js, "batch", "draft_len")
+
+
+def d_free(js: str) -> str:
+    return _without(js, "draft_len")
+
+
+DATA_KEY: dict[str, Callable[[str], str]] = {
+    "surface": point_free, "pareto": point_free, "gemm": point_free, "al": point_free,
+    "best": point_free, "group": d_free, "tiles_current": d_free, "tiles_article": d_free,
+}
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def evaluation(js: str) -> Evaluation:
+    return evaluate(Scenario.model_validate_json(js))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
+def _ranking(js: str) -> Recommendation:
+    return recommend(Scenario.model_validate_json(js))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _guidelines(js: str) -> list[Guideline]:
+    return guidelines(Scenario.model_validate_json(js))
+
+
+def recommendation(js: str) -> Recommendation:
+    """recommend(scenario): the ranking (at the scenario's B, over every D) from the D-free
+    cache; guidelines 1–4 read the scenario's own D, so they are this scenario's. When nothing
+    fits, the fit hints may read D too: then the scenario itself is ranked."""
+    rec = _ranking(d_free(js))
+    if rec.best is None:
+        return _ranking(js)
+    own = _guidelines(js)
+    ids = {g.id for g in own}
+    return rec.model_copy(update={"guidelines": [*own, *(g for g in rec.guidelines
+                                                          if g.id not in ids)]})
+
+
 def best(js: str) -> BestDraftLen:
-    return best_draft_len(Scenario.model_validate_json(js))
+    return data(js, "best")  # type: ignore[no-any-return]
+
+
+def data(js: str, name: str) -> Any:
+    """One analysis result behind a view, computed when a view first needs it."""
+    key = DATA_KEY.get(name)
+    return _data(key(js) if key is not None else js, name)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def data(js: str, name: str) -> Any:
-    """One analysis result behind a view, computed when a view first needs it."""
+def _data(js: str, name: str) -> Any:
     sc = Scenario.model_validate_json(js)
     make: dict[str, Callable[[], Any]] = {
         "surface": lambda: speedup_surface(sc), "group": lambda: group_surface(sc),
         "pareto": lambda: pareto(sc), "tiles_current": lambda: tile_steps(sc),
         "tiles_article": lambda: tile_steps(sc, groups=(8, 32), contexts=(32768, 131072)),
         "gemm": lambda: gemm_efficiency(sc), "al": lambda: al_curves(sc),
-        "time": lambda: time_breakdown(sc),
+        "time": lambda: time_breakdown(sc), "best": lambda: best_draft_len(sc),
     }
     return make[name]()
 
@@ -85,23 +141,29 @@ def band_series(rec: Recommendation) -> list[Any]:
     return out
 
 
-def _build(js: str, name: str, opt: dict[str, Any]) -> go.Figure | None:
+# --- charts ----------------------------------------------------------------------------------
+
+def _figure(js: str, name: str, opt: dict[str, Any], with_point: bool) -> go.Figure | None:
+    """The chart of this scenario; without its current point (marker, D line) when asked, so
+    the same base serves every point (the point is added by `_point`)."""
     sc = Scenario.model_validate_json(js)
-    ev, rec = evaluation(js)
-    cur = (float(sc.batch), float(sc.draft_len))
+    cur = (float(sc.batch), float(sc.draft_len)) if with_point else None
     if name == "speedup_heatmap":
         return figures.speedup_heatmap(data(js, "surface"), cur,
                                        f"Speedup over (B, D): {sc.mechanism} on {sc.hardware}")
     if name == "speedup_surface_3d":
-        return figures.speedup_surface_3d(data(js, "surface"), cur, ev.speedup,
+        return figures.speedup_surface_3d(data(js, "surface"), cur,
+                                          evaluation(js).speedup if with_point else None,
                                           "Speedup surface (3D)")
     if name == "group_heatmap":
-        return figures.group_heatmap(data(js, "group"), (ev.group, float(sc.draft_len)),
+        group = (evaluation(js).group, float(sc.draft_len)) if with_point else None
+        return figures.group_heatmap(data(js, "group"), group,
                                      f"Speedup over (G, D) at B={sc.batch}, "
                                      f"S={sc.context // 1024}K")
     if name in ("tile_steps_current", "tile_steps_article"):
         return figures.tile_steps_figure(data(js, name.replace("tile_steps", "tiles")),
-                                         sc.draft_len, bool(opt.get("normalized", True)))
+                                         sc.draft_len if with_point else None,
+                                         bool(opt.get("normalized", True)))
     if name == "gemm_efficiency":
         curves, ridge = data(js, "gemm")
         peak, hw = _model_hw(sc)
@@ -110,12 +172,14 @@ def _build(js: str, name: str, opt: dict[str, Any]) -> go.Figure | None:
         return figures.al_figure(data(js, "al"), sc.mechanism)
     if name == "pareto":
         with_spec, without = data(js, "pareto")
+        ev = evaluation(js) if with_point else None
         return figures.pareto_figure(
-            with_spec, without, operating_point(ev),
-            (ev.baseline_tokens_per_s_per_user, ev.baseline_tokens_per_s_per_gpu),
-            float(opt.get("slo") or 0))
+            with_spec, without, operating_point(ev) if ev is not None else None,
+            (ev.baseline_tokens_per_s_per_user, ev.baseline_tokens_per_s_per_gpu)
+            if ev is not None else None, float(opt.get("slo") or 0))
     if name == "time_breakdown":
         return figures.breakdown_figure(data(js, "time"))
+    rec = recommendation(js)
     if name == "speedup_bands":
         return figures.speedup_band_figure(band_series(rec), sc.batch) if rec.ranking else None
     if name == "speedup_split":
@@ -128,11 +192,71 @@ def _build(js: str, name: str, opt: dict[str, Any]) -> go.Figure | None:
     raise KeyError(name)
 
 
-# Figures are not copied out of this cache: st.plotly_chart serialises a copy (to_dict) and
-# nothing here mutates a figure after it is built.
+# Charts whose base does not depend on the point: built once per point-free (or D-free)
+# scenario, the point added to a copy of the spec (a dict: no figure is built or validated).
+POINT_BASE: dict[str, Callable[[str], str]] = {
+    "speedup_heatmap": point_free, "speedup_surface_3d": point_free, "pareto": point_free,
+    "group_heatmap": d_free, "tile_steps_current": d_free, "tile_steps_article": d_free,
+    "gemm_efficiency": point_free, "al_vs_d": point_free,
+}
+
+
+def _point(js: str, name: str) -> tuple[list[Spec], list[Spec], list[Spec]]:
+    """(traces, shapes, annotations) that show the scenario's own point on a chart."""
+    sc = Scenario.model_validate_json(js)
+    cur = (float(sc.batch), float(sc.draft_len))
+    if name == "speedup_heatmap":
+        return figures.heatmap_marker(data(js, "surface"), cur), [], []
+    if name == "speedup_surface_3d":
+        return figures.surface_3d_marker(cur, evaluation(js).speedup), [], []
+    if name == "group_heatmap":
+        return figures.group_marker((evaluation(js).group, cur[1])), [], []
+    if name.startswith("tile_steps"):
+        line, note = figures.tile_current_line(sc.draft_len)
+        return [], [line], [note]
+    if name == "pareto":
+        ev = evaluation(js)
+        return figures.pareto_markers(operating_point(ev), (
+            ev.baseline_tokens_per_s_per_user, ev.baseline_tokens_per_s_per_gpu)), [], []
+    return [], [], []
+
+
+class FigureSpec(go.Figure):  # type: ignore[misc]
+    """A figure already serialised: `to_dict()` returns the spec. st.plotly_chart takes a plotly
+    Figure's to_dict() as validated (plotly.tools.return_figure_from_figure_or_data), so a cached
+    spec with a new point is sent without building and validating a figure again (30–60 ms a
+    chart on this machine)."""
+
+    def __init__(self, spec: Spec) -> None:
+        super().__init__()
+        self._spec = spec
+
+    def to_dict(self) -> Spec:
+        return self._spec
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _base(base_js: str, name: str, options: Options) -> Spec | None:
+    fig = _figure(base_js, name, dict(options), with_point=False)
+    return None if fig is None else fig.to_dict()
+
+
 @st.cache_resource(max_entries=512, show_spinner=False)
 def chart(js: str, name: str, options: Options = ()) -> go.Figure | None:
-    return _build(js, name, dict(options))
+    """The chart as shown: a cached base and this scenario's point."""
+    key = POINT_BASE.get(name)
+    if key is None:  # depends on the whole scenario (time breakdown, the ranking's charts)
+        fig = _figure(js, name, dict(options), with_point=True)
+        return None if fig is None else FigureSpec(fig.to_dict())
+    base = _base(key(js), name, options)
+    if base is None:
+        return None
+    traces, shapes, notes = _point(js, name)
+    layout = dict(base["layout"])
+    if shapes or notes:
+        layout["shapes"] = [*layout.get("shapes", []), *shapes]
+        layout["annotations"] = [*layout.get("annotations", []), *notes]
+    return FigureSpec({**base, "data": [*base["data"], *traces], "layout": layout})
 
 
 # name → the view it is drawn in; the Export view offers them all.
@@ -144,11 +268,17 @@ CHARTS: dict[str, str] = {
 }
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _full(js: str, name: str, options: Options) -> go.Figure | None:
+    return _figure(js, name, dict(options), with_point=True)
+
+
 def all_charts(js: str, options: dict[str, Options]) -> dict[str, go.Figure]:
-    """Every chart of the page, for the Export view (each with its view's options)."""
+    """Every chart of the page as a plotly Figure, for the Export view (with its view's
+    options): HTML, PNG and SVG are made from these."""
     out = {}
     for name in CHARTS:
-        fig = chart(js, name, options.get(name, ()))
+        fig = _full(js, name, options.get(name, ()))
         if fig is not None:
             out[name] = fig
     return out

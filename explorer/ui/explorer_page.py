@@ -53,7 +53,7 @@ def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = No
 
 
 def _evaluate(js: str) -> tuple[Evaluation, Recommendation]:
-    return charts.evaluation(js)
+    return charts.evaluation(js), charts.recommendation(js)
 
 
 def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:

@@ -80,7 +80,7 @@ def _f32(a: np.ndarray) -> np.ndarray:
     return np.asarray(a, dtype=np.float32)
 
 
-def speedup_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.Figure:
+def speedup_heatmap(s: Surface, current: tuple[float, float] | None, title: str) -> go.Figure:
     # Batches where nothing fits in memory are not drawn (at 128K context only B ≤ 9 may fit:
     # an axis to 4096 would be mostly blank); the chart says where it stops.
     fits = np.isfinite(s.z).any(axis=0)
@@ -105,13 +105,8 @@ def speedup_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.
         name="best D per B", customdata=bx.astype(np.int32),
         hovertemplate="B=%{customdata}: best D=%{y}<extra>ridge</extra>",
     ))
-    if current[0] <= bx[-1]:
-        cx = float(np.argmin(np.abs(np.log(bx) - np.log(current[0]))))
-        fig.add_trace(go.Scatter(
-            x=[cx], y=[current[1]], mode="markers", name="current point",
-            marker={"symbol": "x", "size": 14, "color": "lime", "line": {"width": 2}},
-            hovertemplate=f"B={current[0]:g}, D={current[1]:g}<extra>current</extra>",
-        ))
+    if current is not None:
+        fig.add_traces(heatmap_marker(s, current))
     if not fits.any():
         fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                            text="no batch fits in memory at this context",
@@ -131,7 +126,60 @@ def speedup_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.
     return fig
 
 
-def speedup_surface_3d(s: Surface, current: tuple[float, float], current_z: float | None,
+def _fitting_batches(s: Surface) -> np.ndarray:
+    fits = np.isfinite(s.z).any(axis=0)
+    return s.x[:int(np.nonzero(fits)[0][-1]) + 1] if fits.any() else s.x
+
+
+def heatmap_marker(s: Surface, current: tuple[float, float]) -> list[dict[str, Any]]:
+    """The current point on the (B, D) heatmap (its x is the index of the nearest drawn B);
+    none beyond the drawn batches. Separate so a cached heatmap takes a new point cheaply."""
+    bx = _fitting_batches(s)
+    if current[0] > bx[-1]:
+        return []
+    cx = float(np.argmin(np.abs(np.log(bx) - np.log(current[0]))))
+    return [{"type": "scatter", "x": [cx], "y": [current[1]], "mode": "markers",
+             "name": "current point",
+             "marker": {"symbol": "x", "size": 14, "color": "lime", "line": {"width": 2}},
+             "hovertemplate": f"B={current[0]:g}, D={current[1]:g}<extra>current</extra>"}]
+
+
+def surface_3d_marker(current: tuple[float, float], current_z: float | None,
+                      log_x: bool = True) -> list[dict[str, Any]]:
+    if current_z is None:
+        return []
+    cx = float(np.log2(current[0])) if log_x else current[0]
+    return [{"type": "scatter3d", "x": [cx], "y": [current[1]], "z": [current_z],
+             "mode": "markers", "marker": {"size": 6, "color": "lime"},
+             "name": "current point"}]
+
+
+def group_marker(current: tuple[float, float]) -> list[dict[str, Any]]:
+    return [{"type": "scatter", "x": [f"G={current[0]:g}"], "y": [current[1]],
+             "mode": "markers", "name": "current point",
+             "marker": {"symbol": "x", "size": 14, "color": "lime"}}]
+
+
+def pareto_markers(current: tuple[float, float] | None,
+                   current_base: tuple[float, float]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if current is not None:
+        out.append({"type": "scatter", "x": [current[0]], "y": [current[1]],
+                    "mode": "markers", "name": "current point (spec)",
+                    "marker": {"symbol": "x", "size": 14, "color": "lime"}})
+    out.append({"type": "scatter", "x": [current_base[0]], "y": [current_base[1]],
+                "mode": "markers", "name": "current B without spec",
+                "marker": {"symbol": "circle-open", "size": 12, "color": "#888"}})
+    return out
+
+
+def tile_current_line(current_d: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    line, note = vline(current_d, "current D", color="green", dash="solid")
+    note.update({"y": 0, "yanchor": "bottom", "xanchor": "left"})  # apart from the step labels
+    return line, note
+
+
+def speedup_surface_3d(s: Surface, current: tuple[float, float] | None, current_z: float | None,
                        title: str, log_x: bool = True) -> go.Figure:
     x = np.log2(s.x) if log_x else s.x
     colors = speedup_colors(s.z)
@@ -142,17 +190,15 @@ def speedup_surface_3d(s: Surface, current: tuple[float, float], current_z: floa
         hovertemplate=("log2 B=%{x}" if log_x else "G=%{x}")
         + "<br>D=%{y}<br>speedup %{z:.2f}×<extra></extra>",
     ))
-    if current_z is not None:
-        cx = np.log2(current[0]) if log_x else current[0]
-        fig.add_trace(go.Scatter3d(x=[cx], y=[current[1]], z=[current_z], mode="markers",
-                                   marker={"size": 6, "color": "lime"}, name="current point"))
+    if current is not None:
+        fig.add_traces(surface_3d_marker(current, current_z, log_x))
     fig.update_layout(title=title, scene={
         "xaxis_title": "log2 B" if log_x else s.x_label, "yaxis_title": "D",
         "zaxis_title": "speedup ×"}, margin={"l": 0, "r": 0, "t": 50, "b": 0})
     return fig
 
 
-def group_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.Figure:
+def group_heatmap(s: Surface, current: tuple[float, float] | None, title: str) -> go.Figure:
     labels = [f"G={int(g)}" for g in s.x]
     fig = go.Figure(go.Heatmap(
         x=labels, y=_f32(s.y), z=_f32(s.z), **speedup_colors(s.z),
@@ -166,9 +212,8 @@ def group_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.Fi
     best_y = np.where(no_fit, np.nan, s.best_y)
     fig.add_trace(go.Scatter(x=labels, y=_f32(best_y), mode="lines+markers", name="best D",
                              line={"color": "gold", "width": 3}))
-    fig.add_trace(go.Scatter(x=[f"G={current[0]:g}"], y=[current[1]], mode="markers",
-                             name="current point",
-                             marker={"symbol": "x", "size": 14, "color": "lime"}))
+    if current is not None:
+        fig.add_traces(group_marker(current))
     notes = [{"x": labels[i], "y": 0.5, "xref": "x", "yref": "paper", "showarrow": False,
               "text": "does not fit<br>in memory", "font": {"size": 10}, "textangle": -90}
              for i in np.nonzero(no_fit)[0]]
@@ -177,7 +222,8 @@ def group_heatmap(s: Surface, current: tuple[float, float], title: str) -> go.Fi
     return fig
 
 
-def tile_steps_figure(curves: list[TileCurve], current_d: int, normalized: bool) -> go.Figure:
+def tile_steps_figure(curves: list[TileCurve], current_d: int | None,
+                      normalized: bool) -> go.Figure:
     fig = go.Figure()
     for c in curves:
         y = c.normalized_throughput if normalized else c.time_s * 1e6
@@ -196,9 +242,10 @@ def tile_steps_figure(curves: list[TileCurve], current_d: int, normalized: bool)
     lines = [vline(d, "G·(1+D)=" + ", ".join(names), angle=-90) for d, names in sorted(at.items())]
     shapes = [sh for sh, _ in lines]
     notes = [n for _, n in lines]
-    current, current_note = vline(current_d, "current D", color="green", dash="solid")
-    current_note.update({"y": 0, "yanchor": "bottom", "xanchor": "left"})  # apart from the steps
-    fig.update_layout(shapes=[*shapes, current], annotations=[*notes, current_note])
+    if current_d is not None:
+        current, current_note = tile_current_line(current_d)
+        shapes, notes = [*shapes, current], [*notes, current_note]
+    fig.update_layout(shapes=shapes, annotations=notes)
     fig.update_layout(
         title=("Normalized attention throughput vs D" if normalized
                else "Attention time per layer vs D") + " — tile steps at G·(1+D) = 128·k",
@@ -334,8 +381,8 @@ def speedup_band_figure(series: list[tuple[str, str, list[int], list[float], lis
 
 
 def pareto_figure(with_spec: ParetoFrontier, without: ParetoFrontier,
-                  current: tuple[float, float] | None, current_base: tuple[float, float],
-                  slo: float | None) -> go.Figure:
+                  current: tuple[float, float] | None,
+                  current_base: tuple[float, float] | None, slo: float | None) -> go.Figure:
     fig = go.Figure()
     fig.add_trace(go.Scatter(
         x=_f32(np.asarray(without.tokens_per_s_per_user)),
@@ -353,13 +400,8 @@ def pareto_figure(with_spec: ParetoFrontier, without: ParetoFrontier,
         customdata=np.stack([with_spec.batch, with_spec.draft_len], axis=-1),
         hovertemplate="B=%{customdata[0]}, D=%{customdata[1]}<br>%{x:.1f} tok/s/user<br>"
         "%{y:.0f} tok/s/GPU<extra>spec</extra>"))
-    if current is not None:
-        fig.add_trace(go.Scatter(x=[current[0]], y=[current[1]], mode="markers",
-                                 name="current point (spec)",
-                                 marker={"symbol": "x", "size": 14, "color": "lime"}))
-    fig.add_trace(go.Scatter(x=[current_base[0]], y=[current_base[1]], mode="markers",
-                             name="current B without spec",
-                             marker={"symbol": "circle-open", "size": 12, "color": "#888"}))
+    if current_base is not None:
+        fig.add_traces(pareto_markers(current, current_base))
     if slo:
         _add_lines(fig, [vline(float(slo), f"SLO {slo:g} tok/s/user", color="orange",
                                dash="dash", log_x=True)])

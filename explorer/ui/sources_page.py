@@ -23,6 +23,17 @@ from explorer.presets import (
 )
 from explorer.specs.engine import EngineProfile
 from explorer.ui.roofline_figures import roofline_residual_figure, roofline_vs_measured_figure
+from explorer.ui.text import md_text
+
+WIDE = st.column_config.TextColumn(width="large")
+
+
+def _full_text(title: str, rows: list[tuple[str, dict[str, str]]]) -> None:
+    """A table cell cuts long text: every source and assumption in full, as text."""
+    with st.expander(f"{title}: every source and assumption in full"):
+        for slug, texts in rows:
+            st.markdown(f"**{md_text(slug)}** — " + "; ".join(
+                f"*{k}*: {md_text(v)}" for k, v in texts.items() if v))
 
 
 def render() -> None:
@@ -39,7 +50,11 @@ def render() -> None:
         "η attn memory": h.attention_memory_efficiency, "kernel floor µs": h.kernel_floor_s * 1e6,
         "step overhead µs": h.step_overhead_s * 1e6, "spec source": h.spec_source,
         "fit source": h.fit_source, "assumptions": h.assumptions,
-    } for h in hardware_presets().values()]), hide_index=True)
+    } for h in hardware_presets().values()]), hide_index=True,
+        column_config={k: WIDE for k in ("spec source", "fit source", "assumptions")})
+    _full_text("Hardware", [(h.slug, {"spec source": h.spec_source, "fit source": h.fit_source,
+                                      "assumptions": h.assumptions})
+                            for h in hardware_presets().values()])
     _roofline_section()
     st.subheader("Models")
     st.dataframe(pd.DataFrame([{
@@ -48,7 +63,10 @@ def render() -> None:
         "experts": m.n_routed_experts or None, "top-k": m.experts_per_tok or None,
         "params (B)": round(m.param_count() / 1e9, 2), "source": m.source,
         "assumptions": m.assumptions,
-    } for m in model_presets().values()]), hide_index=True)
+    } for m in model_presets().values()]), hide_index=True,
+        column_config={k: WIDE for k in ("source", "assumptions")})
+    _full_text("Models", [(m.slug, {"source": m.source, "assumptions": m.assumptions})
+                          for m in model_presets().values()])
     st.subheader("Mechanisms")
     st.dataframe(pd.DataFrame([{
         "preset": x.slug, "name": x.name, "style": x.draft_style, "default D": x.default_draft_len,
@@ -57,7 +75,12 @@ def render() -> None:
         "fused target layers": x.fused_target_layers or None, "prior c1": x.first_rate,
         "prior decay": x.decay, "prior source": x.prior_source, "training": x.training,
         "extra memory": x.extra_memory, "assumptions": x.assumptions,
-    } for x in mechanism_presets().values()]), hide_index=True)
+    } for x in mechanism_presets().values()]), hide_index=True,
+        column_config={k: WIDE for k in ("prior source", "extra memory", "assumptions")})
+    _full_text("Mechanisms", [(x.slug, {"prior source": x.prior_source,
+                                        "extra memory": x.extra_memory,
+                                        "assumptions": x.assumptions})
+                              for x in mechanism_presets().values()])
     st.subheader("Serving engines")
     st.caption("Costs the engine adds around the kernels (data/engines.csv). The hardware "
                "table's step overhead is replaced by the engine's unless a calibration or "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import plotly.io
 import pytest
 
 from explorer.interfaces import view_state as us
@@ -67,3 +68,43 @@ def test_every_chart_name_belongs_to_a_view_and_is_cached_per_scenario():
         explorer_charts.chart(other, "pareto", (("slo", 20.0),))
     spec = json.loads(first.to_json())
     assert spec["layout"]["xaxis"]["type"] == "log"
+
+
+SCENARIOS = [
+    {}, {"batch": 8, "draft_len": 7, "context": 32768}, {"batch": 256, "draft_len": 1},
+    {"draft_len": 5, "verify_width": 16}, {"mechanism": "mtp", "model": "deepseek-v3", "tp": 8},
+    {"draft_len": 4, "acceptance": {"kind": "iid", "alpha": 0.6}},
+    {"draft_len": 2, "acceptance": {"kind": "fixed", "fixed_al": 2.5}},
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kw", SCENARIOS)
+def test_cached_charts_equal_a_fresh_build_of_the_same_scenario(kw):
+    """The caches reuse a result across B and D where it does not depend on them: each chart
+    as sent must equal the chart built from scratch for this very scenario."""
+    from explorer import Scenario, recommend
+
+    sc = Scenario.model_validate(kw)
+    js = sc.model_dump_json()
+    assert explorer_charts.recommendation(js) == recommend(sc)
+    for name in explorer_charts.CHARTS:
+        options = (("normalized", False),) if name.startswith("tile") else ()
+        got = explorer_charts.chart(js, name, options)
+        fresh = explorer_charts._figure(js, name, dict(options), with_point=True)
+        assert (got is None) == (fresh is None), name
+        if got is not None:
+            sent = json.loads(plotly.io.to_json(got.to_dict(), validate=False))
+            assert sent == json.loads(fresh.to_json()), (name, kw)
+
+
+def test_sources_page_shows_every_source_in_full():
+    from explorer.presets import hardware_presets, mechanism_presets
+    from tests.support.apptest import goto
+
+    at = goto(run_app(), "sources")
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")
+    for h in hardware_presets().values():
+        assert h.spec_source[-60:].replace("*", "") in text.replace("*", ""), h.slug
+    for x in mechanism_presets().values():
+        assert x.prior_source[-60:].replace("*", "") in text.replace("*", ""), x.slug

@@ -69,13 +69,16 @@ def test_sliders_url_recommendation_and_shared_link(chromium, app_url: str, arti
     assert recommendation(other) == rec1
     assert other.get_by_role("slider", name="Draft length D").input_value() == "7"
 
-    for tab in ("Tile steps", "GEMM efficiency", "AL vs D", "Pareto & SLO",
-                "Where the time goes", "Mechanisms"):
-        other.get_by_role("tab", name=tab).click()
-        other.wait_for_timeout(500)
-        slug = tab.lower().replace(" ", "_").replace("&", "and")
-        other.screenshot(path=str(artifacts / f"tab_{slug}.png"), full_page=True)
+    for view, slug_in_url in (("Tile steps", "tiles"), ("GEMM efficiency", "gemm"),
+                              ("AL vs D", "al"), ("Pareto & SLO", "pareto"),
+                              ("Where the time goes", "time"), ("Mechanisms", "mechanisms")):
+        other.get_by_role("radio", name=view, exact=True).click()
+        settle(other)
+        slug = view.lower().replace(" ", "_").replace("&", "and")
+        other.screenshot(path=str(artifacts / f"view_{slug}.png"), full_page=True)
         assert other.locator("[data-testid='stException']").count() == 0
+        assert re.search(rf"[?&]vw={slug_in_url}(&|$)", other.url), other.url
+        assert other.locator("[data-testid='stPlotlyChart']").count() >= 1
     ctx.close()
     other_ctx.close()
 
@@ -160,8 +163,8 @@ def test_measured_step_times_replace_the_model_in_the_explorer(chromium, app_url
     page.get_by_role("link", name="Explorer").click()
     settle(page)
     assert metric_text(page, "Speedup") != before
-    page.get_by_role("tab", name="Sources").click()
-    page.wait_for_timeout(300)
+    page.get_by_role("radio", name="Sources", exact=True).click()
+    settle(page)
     assert "measured verify step times" in page.locator("body").inner_text()
     page.close()
 

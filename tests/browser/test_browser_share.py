@@ -64,6 +64,11 @@ def test_saved_link_with_an_uploaded_curve_reopens_identically(chromium, app_url
         str(SAMPLE))
     settle(page)
     page.wait_for_selector("text=Loaded datasets", timeout=30_000)
+    # The file's EAGLE-3 curve, for the sidebar's EAGLE-3 (a curve of another mechanism is not
+    # applied to this one: the explorer says so and uses the prior).
+    page.get_by_test_id("stRadio").filter(has_text="AL source for the explorer").get_by_text(
+        "eagle3 · Coding", exact=False).click()
+    settle(page)
     sidebar = page.get_by_test_id("stSidebar")
     sidebar.get_by_test_id("stRadio").filter(has_text="AL source").get_by_text(
         "upload", exact=True).click()
@@ -78,7 +83,8 @@ def test_saved_link_with_an_uploaded_curve_reopens_identically(chromium, app_url
     body = page.locator("body").inner_text()
     assert "no uploaded curve yet" not in body
     before = metrics(page)
-    curve = validate_path(str(SAMPLE)).curves[0]  # a parsed curve goes into a scenario as is
+    curve = validate_path(str(SAMPLE)).curves[1]  # a parsed curve goes into a scenario as is
+    assert curve.mechanism == "eagle3"
     uploaded = evaluate(Scenario(draft_len=5, acceptance=Acceptance(kind="curve", curve=curve)))
     assert before["Acceptance length"] == f"{uploaded.acceptance_length:.2f}"
     assert before["Acceptance length"] != f"{evaluate(Scenario(draft_len=5)).acceptance_length:.2f}"

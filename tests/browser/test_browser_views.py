@@ -1,0 +1,91 @@
+"""In a real browser: the view switcher and the link, the link keeping up with quick key
+presses, and vertical lines on log axes drawn where their value is (plotly.js pixels)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+from explorer import Scenario, pareto
+from explorer.ui import figures
+from tests.support.st_client import settle
+
+pytestmark = pytest.mark.browser
+
+
+def test_quick_key_presses_leave_the_url_with_the_view(chromium, app_url: str):
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(app_url + "/?d=3&v=1")
+    settle(page)
+    slider = page.get_by_role("slider", name="Draft length D")
+    d = 3
+    # Presses faster than, about as fast as, and a little slower than a rerun: each lands while
+    # the run of the last one is under way (the issue: page D=8, URL d=7).
+    for gap_ms in (40, 150, 300, 500, 800):
+        slider.focus()
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")
+            d += 1
+            page.wait_for_timeout(gap_ms)
+        settle(page)
+        page.wait_for_timeout(1000)
+        settle(page)
+        shown = slider.input_value()
+        assert shown == str(d)
+        assert re.search(rf"[?&]d={d}(&|$)", page.url), f"page shows D={shown}, URL {page.url}"
+    page.reload()
+    settle(page)
+    assert page.get_by_role("slider", name="Draft length D").input_value() == str(d)
+    page.close()
+
+
+def test_the_view_is_in_the_link_and_an_old_link_opens_the_default(chromium, app_url: str):
+    page = chromium.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(app_url + "/?b=8&v=1")  # an old link: no view
+    settle(page)
+    charts = page.locator("[data-testid='stPlotlyChart']")
+    expect(charts).to_have_count(2, timeout=60_000)  # (B, D), (G, D); 3D only when asked
+    assert "vw=" not in page.url
+    page.get_by_role("radio", name="Pareto & SLO", exact=True).click()
+    settle(page)
+    assert re.search(r"[?&]vw=pareto(&|$)", page.url) and "b=8" in page.url, page.url
+    expect(charts).to_have_count(1, timeout=60_000)
+    other = chromium.new_page(viewport={"width": 1400, "height": 1200})
+    other.goto(page.url)
+    settle(other)
+    expect(other.locator("[data-testid='stPlotlyChart']")).to_contain_text(
+        "Pareto frontier", timeout=60_000)
+    page.close()
+    other.close()
+
+
+def test_a_vertical_line_on_a_log_axis_is_drawn_at_its_value(chromium):
+    """plotly.js itself: the SLO line for 120 tokens/s sits where the x axis puts 120."""
+    from plotly.offline import get_plotlyjs
+
+    with_spec, without = pareto(Scenario())
+    fig = figures.pareto_figure(with_spec, without, None, (10.0, 100.0), slo=120.0)
+    page = chromium.new_page(viewport={"width": 1000, "height": 700})
+    page.set_content("<div id='g' style='width:900px;height:600px'></div>")
+    page.add_script_tag(content=get_plotlyjs())
+    spec = json.loads(fig.to_json())
+    got = page.evaluate("""async (spec) => {
+        const gd = document.getElementById('g');
+        await Plotly.newPlot(gd, spec.data, spec.layout);
+        const xa = gd._fullLayout.xaxis;
+        const line = gd.querySelector('.shapelayer path').getBoundingClientRect();
+        const left = gd.getBoundingClientRect().left + xa._offset;  // the plot area's left
+        const note = [...gd.querySelectorAll('.annotation')]
+            .find(a => a.textContent.includes('SLO'));
+        const nb = note.getBoundingClientRect();
+        return {line: line.left + line.width / 2 - left, want: xa.l2p(Math.log10(120)),
+                note: nb.left + nb.width / 2 - left};
+    }""", spec)
+    page.close()
+    assert abs(got["line"] - got["want"]) < 3, got  # was at log10(120) ≈ 2 tokens/s
+    assert abs(got["note"] - got["want"]) < 40, got
+    assert np.isfinite(got["want"])
