@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 
 from explorer.analysis.deploy import Schedule
 from explorer.analysis.inverse import BreakEven
+from explorer.ui.figures import log_ticks, speedup_colors
 
 _LAYOUT = {"margin": {"l": 70, "r": 20, "t": 50, "b": 60}, "hovermode": "closest"}
 
@@ -37,10 +38,10 @@ def schedule_heatmap(s: Schedule) -> go.Figure:
 def break_even_al_figure(be: BreakEven) -> go.Figure:
     """Speedup over (D, AL) with its 1× contour, the AL = 1+D ceiling and the scenario's AL."""
     d = np.asarray(be.draft_len)
+    z = np.asarray(be.speedup_d_al, dtype=np.float64)
     fig = go.Figure()
     fig.add_trace(go.Contour(
-        x=d, y=be.acceptance_length, z=np.asarray(be.speedup_d_al, dtype=np.float64),
-        colorscale="RdBu", zmid=1.0, colorbar={"title": "speedup ×"},
+        x=d, y=be.acceptance_length, z=z, **speedup_colors(z), colorbar={"title": "speedup ×"},
         contours={"showlabels": True}, hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>"
         "speedup %{z:.2f}×<extra></extra>", name="speedup"))
     fig.add_trace(go.Scatter(x=d, y=be.break_even_al, mode="lines",
@@ -59,7 +60,7 @@ def break_even_rho_figure(be: BreakEven) -> go.Figure:
     z = np.asarray(be.speedup_d_rho, dtype=np.float64)
     fig = go.Figure()
     fig.add_trace(go.Contour(
-        x=be.draft_len, y=be.rho, z=z, colorscale="RdBu", zmid=1.0,
+        x=be.draft_len, y=be.rho, z=z, **speedup_colors(z),
         colorbar={"title": "speedup ×"}, contours={"showlabels": True},
         hovertemplate="D=%{x}<br>ρ=%{y}<br>speedup %{z:.2f}×<extra></extra>"))
     fig.add_trace(go.Contour(
@@ -67,6 +68,7 @@ def break_even_rho_figure(be: BreakEven) -> go.Figure:
         line={"color": "black", "width": 2, "dash": "dash"}, showscale=False,
         name="speedup = 1", hoverinfo="skip", showlegend=True))
     fig.update_layout(title="Speedup over (D, ρ = L_draft / L_target)",
-                      xaxis_title="draft length D", yaxis_title="ρ", yaxis_type="log",
+                      xaxis_title="draft length D", yaxis_title="ρ",
+                      yaxis={"type": "log", **log_ticks(be.rho)},
                       legend={"orientation": "h", "y": -0.25}, **_LAYOUT)
     return fig

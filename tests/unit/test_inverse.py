@@ -62,3 +62,18 @@ def test_break_even_contours() -> None:
     # more draft layers (larger ρ) never speed a chain drafter up
     rho = np.asarray(be.speedup_d_rho)
     assert (np.diff(rho, axis=0) <= 1e-12).all()
+
+
+def test_break_even_contours_colour_from_zero_with_white_at_one() -> None:
+    """#12's colour-bar defect on the Deployment page: `zmid=1` mirrored the range around 1, so
+    the bars ran to negative speedups (−5× on the (D, AL) chart)."""
+    from explorer.ui.deploy_figures import break_even_al_figure, break_even_rho_figure
+
+    be = break_even(Scenario())
+    for fig in (break_even_al_figure(be), break_even_rho_figure(be)):
+        trace = fig.data[0]
+        assert trace.zmin == 0.0 and trace.zmax >= 1.0
+        white_at = [stop for stop, colour in trace.colorscale if colour == "#f7f7f7"]
+        assert white_at == [pytest.approx(1.0 / trace.zmax)]
+    rho_axis = break_even_rho_figure(be).layout.yaxis
+    assert rho_axis.type == "log" and rho_axis.tickvals is not None
