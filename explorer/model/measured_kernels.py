@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from explorer.kernel_tables import (
     AttentionConfig,
+    AttentionLookup,
     GemmTable,
     GenerationAttentionTable,
     Missing,
@@ -30,6 +31,7 @@ from explorer.kernel_tables._grid import Grid
 from explorer.specs.hardware import HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
+MAX_MEMO_LOOKUPS = 64  # remembered attention lookups per scenario model (a few kB each)
 
 
 @dataclass
@@ -71,6 +73,10 @@ class MeasuredKernels:
     _mono: dict[tuple[float, float], tuple[FloatArray, FloatArray]] = field(
         default_factory=dict, repr=False)
     _mono_attention: dict[tuple[int, int, int, int], AttentionConfig | Missing] = field(
+        default_factory=dict, repr=False)
+    # Lookups by their exact inputs: a grid asks the same (batch, KV length) points for the
+    # base verify, the speculative verify and the draft, and again on every rerun.
+    _attention_lookups: dict[tuple[object, ...], AttentionLookup] = field(
         default_factory=dict, repr=False)
 
     def gemm_time(self, m: FloatArray, n: npt.ArrayLike, k: npt.ArrayLike,
@@ -185,7 +191,8 @@ class MeasuredKernels:
             if isinstance(cfg, Missing):
                 reason = cfg.reason
                 continue
-            hit = cfg.latency(batch, kv_len)
+            cfg_key = (int(q_r), int(kv_r), head_dim, window)
+            hit = self._attention_lookup(cfg_key, cfg, batch, kv_len)
             ratio = roofline / roofline_q1
             mine = kv == kv_value
             sel = mine & np.broadcast_to(hit.covered, shape)
@@ -198,7 +205,7 @@ class MeasuredKernels:
                 ax_b, ax_s = (np.exp(a) for a in cfg.grid.axes_log)
                 b_c = np.clip(batch, ax_b[0], ax_b[-1])
                 s_c = np.clip(kv_len, ax_s[0], ax_s[-1])
-                edge = cfg.latency(b_c, s_c)
+                edge = self._attention_lookup(cfg_key, cfg, b_c, s_c)
                 scale = np.where(edge.covered, edge.latency_s, np.nan) / roofline_at(b_c, s_c)
                 anchored = np.broadcast_to(roofline * np.where(np.isfinite(scale), scale, 1.0),
                                            shape)
@@ -206,6 +213,18 @@ class MeasuredKernels:
         self.tally.add("attention", covered_all, size, reason or "outside the measured "
                        "(batch, KV length) box")
         return np.asarray(out, dtype=np.float64)
+
+    def _attention_lookup(self, cfg_key: tuple[int, int, int, int], cfg: AttentionConfig,
+                          batch: npt.ArrayLike, kv_len: npt.ArrayLike) -> AttentionLookup:
+        b, s = np.asarray(batch, dtype=np.float64), np.asarray(kv_len, dtype=np.float64)
+        key = (cfg_key, b.shape, b.tobytes(), s.shape, s.tobytes())
+        found = self._attention_lookups.get(key)
+        if found is None:
+            if len(self._attention_lookups) >= MAX_MEMO_LOOKUPS:
+                self._attention_lookups.clear()
+            found = cfg.latency(b, s)
+            self._attention_lookups[key] = found
+        return found
 
     def describe(self, include_attention: bool = True) -> str:
         """'aiconfigurator-core 0.12.0 vllm 0.24.0 h200_sxm: GEMM 92% of calls measured, …'."""

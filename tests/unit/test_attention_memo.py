@@ -1,0 +1,29 @@
+"""The measured attention lookups are remembered per scenario model by their exact inputs: the
+same numbers as a fresh lookup, and a bounded memory."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from explorer import Scenario
+from explorer.model.grid import scenario_model
+from explorer.model.measured_kernels import MAX_MEMO_LOOKUPS
+
+
+def test_remembered_lookups_give_the_fresh_numbers_and_stay_bounded():
+    batches = np.unique(np.geomspace(1, 4096, 40).round())[:, None]
+    d = np.arange(0, 9)[None, :]
+    warm = scenario_model(Scenario(model="llama-3.1-8b", tp=1))
+    first = warm.grid(batches, d).speedup
+    again = warm.grid(batches, d).speedup  # served from the memo
+    fresh = scenario_model(Scenario(model="llama-3.1-8b", tp=1)).grid(batches, d).speedup
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(first, fresh)
+    mk = warm.tables
+    assert 0 < len(mk._attention_lookups) <= MAX_MEMO_LOOKUPS
+    for ctx in range(2 * MAX_MEMO_LOOKUPS):  # many distinct contexts: the memo is cleared
+        warm.grid(batches, d, context=1024 + ctx)
+    assert len(mk._attention_lookups) <= MAX_MEMO_LOOKUPS
+    # another context after all that: the warm model answers like a fresh one
+    other = scenario_model(Scenario(model="llama-3.1-8b", tp=1)).grid(batches, d, context=32768)
+    np.testing.assert_array_equal(warm.grid(batches, d, context=32768).speedup, other.speedup)
