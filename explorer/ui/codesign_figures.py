@@ -31,5 +31,8 @@ def best_speedup_heatmap(designs: pd.DataFrame, x: str = "group", y: str = "laye
     fig.update_layout(title=title or f"Best speedup over ({x}, {y})",
                       xaxis_title="G (query heads per KV head)" if x == "group" else x,
                       yaxis_title="L_target (layers)" if y == "layers" else y,
+                      # one even cell per design value (numeric labels would make a linear
+                      # axis: uneven cells at the midpoints between the values)
+                      xaxis_type="category", yaxis_type="category",
                       margin={"l": 60, "r": 20, "t": 50, "b": 60})
     return fig

@@ -107,3 +107,4 @@ def test_the_heatmap_has_one_cell_per_design_labelled_with_its_d():
     expected = row["best_speedup"] if row["fits_in_memory"] else row["speed_best_speedup"]
     assert z[1, 1] == pytest.approx(expected)
     assert all("D=" in t for t in np.asarray(fig.data[0].text).ravel())
+    assert fig.layout.xaxis.type == "category" and fig.layout.yaxis.type == "category"
