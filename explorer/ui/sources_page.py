@@ -111,6 +111,17 @@ def _model_vs_measured(hardware: str, engine: str, dtype: str) -> ModelVsMeasure
     return model_vs_measured(hardware, engine, dtype)
 
 
+def _cv_table(rows: list[dict[str, str]]) -> pd.DataFrame:
+    """Presets as rows, one column per (kind, dtype): a cell a GPU has no table for says so
+    instead of the frame's missing-value "None"."""
+    table = pd.DataFrame(rows)
+    errors = [c for c in table.columns if c not in ("preset", "note")]
+    table[errors] = table[errors].fillna("no table")
+    if "note" in table.columns:
+        table["note"] = table["note"].fillna("")
+    return table
+
+
 def _roofline_section() -> None:
     """The roofline for what no table covers: its cross-validated error per preset and dtype,
     and model vs measured with residuals for one (GPU, engine, dtype)."""
@@ -141,8 +152,9 @@ def _roofline_section() -> None:
                            else "not held out")
         rows.append(row)
     st.caption("Each hardware preset's cross-validated error (the roofline fitted without it; "
-               "GEMM on serving shapes n, k ≥ 1024):")
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+               "GEMM on serving shapes n, k ≥ 1024; \"no table\": the package measured no "
+               "such kernel on that GPU):")
+    st.dataframe(_cv_table(rows), hide_index=True)
     with_tables = [s for s, sys in SYSTEM_FOR_PRESET.items() if sys is not None]
     c1, c2, c3 = st.columns(3)
     gpu = c1.selectbox("GPU", with_tables, key="roof_gpu")
