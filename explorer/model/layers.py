@@ -12,13 +12,15 @@ and returns seconds per component: gemm, attention, moe, communication, overhead
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import numpy.typing as npt
 
 from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.model.corrections import KernelCorrections
 from explorer.model.kernels import attention_time, gemm_roofline, gemm_time
-from explorer.model.measured_kernels import MeasuredKernels
+from explorer.model.measured_kernels import KernelTally, MeasuredKernels
 from explorer.specs.architecture import ModelSpec
 from explorer.specs.hardware import HardwareSpec
 
@@ -31,6 +33,10 @@ COMPONENTS: tuple[str, ...] = ("gemm", "attention", "moe", "communication", "ove
 KERNELS_PER_LAYER = 9
 # All-reduces per layer under tensor parallelism (after attention and after the MLP).
 ALLREDUCES_PER_LAYER = 2
+# GEMM prices remembered per layer model by their exact inputs: a grid asks the same (m, n, k)
+# for the base and speculative verify and the draft forwards (an EAGLE head has the target's
+# shapes), and again on every rerun. Bounded: cleared when full (a grid's entry is ~17 kB).
+MAX_GEMM_MEMO = 96
 # Activations between the GEMMs are bf16 (vLLM keeps the model dtype; fp8 GEMMs quantize their
 # input inside the GEMM's bytes, model/kernels.py gemm_bytes).
 ACTIVATION_BYTES = 2.0
@@ -52,6 +58,32 @@ def unique_experts(n_tokens: npt.ArrayLike, n_experts: int, top_k: int) -> Float
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** n)
 
 
+# What one evaluation added to a kernel tally: (kind, measured, total, reason of a miss).
+TallyDelta = tuple[tuple[str, int, int, str | None], ...]
+
+
+def _snapshot(tally: KernelTally | None) -> tuple[dict[str, int], dict[str, int]] | None:
+    return None if tally is None else (dict(tally.measured), dict(tally.total))
+
+
+def _delta(tally: KernelTally | None,
+           before: tuple[dict[str, int], dict[str, int]] | None) -> TallyDelta:
+    if tally is None or before is None:
+        return ()
+    measured0, total0 = before
+    return tuple((kind, tally.measured.get(kind, 0) - measured0.get(kind, 0),
+                  tally.total[kind] - total0.get(kind, 0), tally.why_not.get(kind))
+                 for kind in tally.total if tally.total[kind] != total0.get(kind, 0))
+
+
+def _replay(tally: KernelTally, delta: TallyDelta) -> None:
+    for kind, measured, count, reason in delta:
+        tally.measured[kind] = tally.measured.get(kind, 0) + measured
+        tally.total[kind] = tally.total.get(kind, 0) + count
+        if measured < count and reason:
+            tally.why_not[kind] = reason
+
+
 class LayerModel:
     """Per-layer kernel costs of one model on one hardware at a TP degree."""
 
@@ -65,12 +97,38 @@ class LayerModel:
         self.moe_dtype = moe_dtype or dtype
         self.measured = measured
         self.tables = tables
+        # (m, n, k) digest → (time, what the evaluation added to the kernel tally)
+        self._gemm_memo: dict[bytes, tuple[FloatArray, TallyDelta]] = {}
 
     def _upload_used(self, kind: str, t: FloatArray) -> None:
         if self.tables is not None:
             self.tables.tally.add(kind, True, int(t.size))
 
     def _gemm(self, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike) -> FloatArray:
+        """The priced GEMM (see `_gemm_priced`), remembered by its exact inputs; a remembered
+        price adds to the kernel tally what its first evaluation added, so the provenance
+        counts are the same as without the memo. The result is read-only (shared)."""
+        mm, nn, kk = _f(m), _f(n), _f(k)
+        h = hashlib.blake2b(digest_size=16)
+        for a in (mm, nn, kk):
+            h.update(repr(a.shape).encode())
+            h.update(a.tobytes())
+        key = h.digest()
+        hit = self._gemm_memo.get(key)
+        tally = self.tables.tally if self.tables is not None else None
+        if hit is not None:
+            if tally is not None:
+                _replay(tally, hit[1])
+            return hit[0]
+        before = _snapshot(tally)
+        out = np.asarray(self._gemm_priced(mm, nn, kk), dtype=np.float64)
+        out.flags.writeable = False
+        if len(self._gemm_memo) >= MAX_GEMM_MEMO:
+            self._gemm_memo.clear()
+        self._gemm_memo[key] = (out, _delta(tally, before))
+        return out
+
+    def _gemm_priced(self, m: FloatArray, n: FloatArray, k: FloatArray) -> FloatArray:
         """A user's measurement of the same (n, k, dtype) if given, else the package's table
         where it covers (m, n, k), else the roofline."""
         t = gemm_time(self.hw, m, n, k, self.dtype).time_s
