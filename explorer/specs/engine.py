@@ -67,6 +67,25 @@ class EngineProfile(BaseModel):
     def max_capture(self) -> int:
         return self.capture_sizes[-1]
 
+    def value_text(self, parameter: str) -> str:
+        """One parameter's value as the Presets & sources page shows it ('' if unknown)."""
+        first = ("all B·(1+D) scheduled tokens" if self.draft_first_forward == "scheduled"
+                 else "B tokens")
+        values = {
+            "step_overhead_us": f"{self.step_overhead_s * 1e6:g} µs",
+            "draft_forward_overhead_us": f"{self.draft_forward_overhead_s * 1e6:g} µs",
+            "cuda_graph_sizes": f"{len(self.capture_sizes)} sizes by {self.capture_unit}, "
+                                f"{self.capture_sizes[0]}…{self.max_capture}",
+            "cuda_graph_padding": "pads up" if self.pads_to_capture else "no padding",
+            "eager_launch_us": f"{self.eager_launch_s * 1e6:g} µs per kernel",
+            "sampler_bytes_per_logit": f"{self.sampler_bytes_per_logit:g} B",
+            "rejection_sampler_bytes_per_logit": f"{self.rejection_sampler_bytes_per_logit:g} B",
+            "draft_first_forward": first,
+            "ngram_no_match": "verifies 1 token" if self.ngram_no_match == "one"
+            else "full width",
+        }
+        return values.get(parameter, "")
+
     def describe(self) -> str:
         """One line for the Sources tab: the numbers, each assumption labelled as such."""
         def tag(p: str) -> str:

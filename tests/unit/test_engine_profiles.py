@@ -319,3 +319,12 @@ def test_an_ngram_request_without_a_match_verifies_one_token_in_vllm():
     assert _curve_scenario("sglang", (1.109, 1.147, 1.164)).verify_width(3.0) == 4.0
     # the preset prior's constant conditional rate gives no sign of unmatched requests
     assert _model(mechanism="ngram").ngram_match_share == pytest.approx(1.0, abs=1e-2)
+
+
+def test_every_engine_parameter_has_a_value_text_for_the_sources_page():
+    for p in engine_profiles().values():
+        for k in ENGINE_PARAMETERS:
+            assert p.value_text(k), (p.engine, k)
+    vllm = engine_profiles()["vllm"]
+    assert vllm.value_text("rejection_sampler_bytes_per_logit") == "30 B"
+    assert vllm.value_text("draft_first_forward") == "all B·(1+D) scheduled tokens"
