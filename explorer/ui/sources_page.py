@@ -21,7 +21,6 @@ from explorer.presets import (
     mechanism_presets,
     model_presets,
 )
-from explorer.specs.engine import EngineProfile
 from explorer.ui.roofline_figures import roofline_residual_figure, roofline_vs_measured_figure
 from explorer.ui.text import md_text
 
@@ -87,23 +86,9 @@ def render() -> None:
                "override sets one.")
     st.dataframe(pd.DataFrame([{
         "engine": e.engine, "parameter": k,
-        "value": _engine_value(e, k),
+        "value": e.value_text(k),
         "assumption": "yes" if k in e.assumptions else "no", "source": e.sources.get(k, ""),
     } for e in engine_profiles().values() for k in e.sources]), hide_index=True)
-
-
-def _engine_value(e: EngineProfile, parameter: str) -> str:
-    values = {
-        "step_overhead_us": f"{e.step_overhead_s * 1e6:g} µs",
-        "draft_forward_overhead_us": f"{e.draft_forward_overhead_s * 1e6:g} µs",
-        "cuda_graph_sizes": f"{len(e.capture_sizes)} sizes by {e.capture_unit}, "
-                            f"{e.capture_sizes[0]}…{e.max_capture}",
-        "cuda_graph_padding": "pads up" if e.pads_to_capture else "no padding",
-        "eager_launch_us": f"{e.eager_launch_s * 1e6:g} µs per kernel",
-        "sampler_bytes_per_logit": f"{e.sampler_bytes_per_logit:g} B",
-        "ngram_no_match": "verifies 1 token" if e.ngram_no_match == "one" else "full width",
-    }
-    return values.get(parameter, "")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
