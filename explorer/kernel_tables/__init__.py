@@ -11,6 +11,8 @@ dtype or op without a table gives a `Missing` with the reason, never an exceptio
     hit = table.curve(n, k).latency(m)                     # same numbers, fast for fixed (n, k)
     attn = load_generation_attention_table("h200", "vllm", "fp8")
     hit = attn.latency(32, 8, 128, batch, kv_len_tokens)   # AttentionLookup | Missing
+    curve = find_moe_curve("h200", "vllm", MoeShape(4096, 1536, 8, 128, tp=8), "fp8")
+    hit = curve.latency(tokens)                            # MoeLookup | (curve is Missing)
 """
 
 from explorer.kernel_tables.attention import (
@@ -47,6 +49,7 @@ from explorer.kernel_tables.gemm import (
     gemm_time_s,
     load_gemm_table,
 )
+from explorer.kernel_tables.moe import MoeCurve, MoeLookup, MoeShape, find_moe_curve, moe_time_s
 
 __all__ = [
     "ENGINES",
@@ -60,16 +63,21 @@ __all__ = [
     "GemmTable",
     "GenerationAttentionTable",
     "Missing",
+    "MoeCurve",
+    "MoeLookup",
+    "MoeShape",
     "PresetCoverage",
     "Provenance",
     "TableRef",
     "engine_versions",
+    "find_moe_curve",
     "find_table",
     "gemm_time_s",
     "generation_attention_time_s",
     "list_tables",
     "load_gemm_table",
     "load_generation_attention_table",
+    "moe_time_s",
     "newest_version",
     "newest_versions",
     "package_label",

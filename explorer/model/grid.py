@@ -152,8 +152,6 @@ class ScenarioModel:
                    if tally.total.get(kind)]
         if uploads:
             text = f"your upload for {' and '.join(uploads)} where it matches; then {text}"
-        if tally.total.get("moe"):
-            text += "; MoE experts: roofline (MoE tables not used yet)"
         return text
 
     def engine_sources(self) -> str:

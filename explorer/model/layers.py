@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from explorer.base.dtypes import BYTES_PER_ELEMENT
+from explorer.kernel_tables.moe import MoeShape
 from explorer.model.corrections import KernelCorrections
 from explorer.model.kernels import attention_time, gemm_roofline, gemm_time
 from explorer.model.measured_kernels import KernelTally, MeasuredKernels
@@ -185,6 +186,19 @@ class LayerModel:
         return up + down
 
     def routed_experts(self, n: FloatArray) -> FloatArray:
+        """Routed experts of one layer for n tokens: the engine's measured MoE table where it
+        covers (model/measured_kernels.py moe_time), else the roofline below."""
+        t = self._routed_experts_roofline(n)
+        if self.tables is None:
+            return t
+        m = self.model
+        shape = MoeShape(int(m.hidden), int(m.moe_intermediate), int(m.experts_per_tok),
+                         int(m.n_routed_experts), tp=self.tp, ep=1)  # experts shard by TP
+        return self.tables.moe_time(
+            n, shape, self.moe_dtype, t,
+            lambda nn: float(self._routed_experts_roofline(np.asarray(nn)).reshape(-1)[0]))
+
+    def _routed_experts_roofline(self, n: FloatArray) -> FloatArray:
         """Grouped GEMM over the experts the n tokens touch, at the MoE dtype: weight bytes
         scale with the touched experts; two kernels (gate-up, down) each pay the floor."""
         m, dt = self.model, self.moe_dtype
@@ -196,10 +210,7 @@ class LayerModel:
             2.0 * m.hidden + 3.0 * width
         ) * b
         outputs = n * m.experts_per_tok * (2.0 * width + m.hidden)  # gate-up and down outputs
-        t = gemm_roofline(self.hw, flops, nbytes, dt, kernels=2, outputs=outputs).time_s
-        if self.tables is not None:  # the package's MoE tables are not read yet: say so
-            self.tables.tally.add("moe", False, int(t.size), "MoE tables not used yet")
-        return t
+        return gemm_roofline(self.hw, flops, nbytes, dt, kernels=2, outputs=outputs).time_s
 
     def attention(
         self, batch: FloatArray, width: FloatArray, context: FloatArray, group: FloatArray,

@@ -28,6 +28,8 @@ from explorer.kernel_tables import (
     resolve_system,
 )
 from explorer.kernel_tables._grid import Grid
+from explorer.kernel_tables.catalog import Provenance
+from explorer.kernel_tables.moe import MoeShape, find_moe_curve
 from explorer.specs.hardware import HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -41,6 +43,8 @@ class KernelTally:
     measured: dict[str, int] = field(default_factory=dict)
     total: dict[str, int] = field(default_factory=dict)
     why_not: dict[str, str] = field(default_factory=dict)  # the reason of the last miss per kind
+    # Per kind, the label of each table that priced a point (kinds whose table varies by call).
+    sources: dict[str, set[str]] = field(default_factory=dict)
 
     def add(self, kind: str, covered: npt.NDArray[np.bool_] | bool, size: int,
             reason: str = "") -> None:
@@ -55,6 +59,7 @@ class KernelTally:
         self.measured.clear()
         self.total.clear()
         self.why_not.clear()
+        self.sources.clear()
 
     def share(self, kind: str) -> float | None:
         t = self.total.get(kind, 0)
@@ -70,6 +75,8 @@ class MeasuredKernels:
     gemm: GemmTable | Missing
     attention: GenerationAttentionTable | Missing
     tally: KernelTally = field(default_factory=KernelTally)
+    # Why no MoE table can price this scenario at all (hypothetical hardware); None: look up.
+    moe_missing: Missing | None = None
     _mono: dict[tuple[float, float], tuple[FloatArray, FloatArray]] = field(
         default_factory=dict, repr=False)
     _mono_attention: dict[tuple[int, int, int, int], AttentionConfig | Missing] = field(
@@ -78,6 +85,9 @@ class MeasuredKernels:
     # base verify, the speculative verify and the draft, and again on every rerun.
     _attention_lookups: dict[tuple[object, ...], AttentionLookup] = field(
         default_factory=dict, repr=False)
+    # MoE: (shape, dtype) → (log tokens, running-max log latency, provenance) or why not.
+    _moe_curves: dict[tuple[MoeShape, str], tuple[FloatArray, FloatArray, Provenance] | Missing
+                      ] = field(default_factory=dict, repr=False)
 
     def gemm_time(self, m: FloatArray, n: npt.ArrayLike, k: npt.ArrayLike,
                   roofline: FloatArray,
@@ -226,23 +236,80 @@ class MeasuredKernels:
             self._attention_lookups[key] = found
         return found
 
+    # -- routed experts (MoE): the package's moe_perf tables --------------------------------
+    def moe_time(self, n: FloatArray, shape: MoeShape, dtype: str, roofline: FloatArray,
+                 roofline_at: Callable[[float], float] | None = None) -> FloatArray:
+        """One routed-expert layer for n tokens: the engine's measured MoE table where it has
+        the exact (dtype, shape, TP/EP) and n lies in its measured token range, else the
+        roofline. Past the largest measured count the roofline is anchored to the table's
+        last time (t_meas(n_max)·roof(n)/roof(n_max)), counted as roofline."""
+        shape_out = np.broadcast_shapes(np.shape(n), roofline.shape)
+        size = int(np.prod(shape_out))
+        curve = self._moe_curve(shape, dtype)
+        if isinstance(curve, Missing):
+            self.tally.add("moe", False, size, curve.reason)
+            return roofline
+        log_t, mono, prov = curve
+        with np.errstate(invalid="ignore", divide="ignore"):
+            x = np.log(np.asarray(n, dtype=np.float64))
+            covered = np.asarray((x >= log_t[0]) & (x <= log_t[-1]))
+            value = np.exp(np.interp(x, log_t, mono))
+        if roofline_at is not None:
+            n_max = float(np.exp(log_t[-1]))
+            above = np.asarray(n > n_max)
+            if above.any():
+                scale = float(np.exp(mono[-1])) / roofline_at(n_max)
+                roofline = np.where(above, roofline * scale, roofline)
+        self.tally.add("moe", np.broadcast_to(covered, shape_out), size,
+                       f"outside the measured token range {np.exp(log_t[0]):.0f}–"
+                       f"{np.exp(log_t[-1]):.0f} of {prov.system}/moe/{prov.engine}/"
+                       f"{prov.engine_version}")
+        if covered.any():
+            self.tally.sources.setdefault("moe", set()).add(prov.label)
+        out = np.where(covered, value, roofline)
+        return np.asarray(np.broadcast_to(out, shape_out), dtype=np.float64)
+
+    def _moe_curve(self, shape: MoeShape, dtype: str
+                   ) -> tuple[FloatArray, FloatArray, Provenance] | Missing:
+        """The table's curve as its running maximum over tokens (timing noise aside, more
+        tokens never make the layer faster), cached per (shape, dtype)."""
+        key = (shape, dtype)
+        cached = self._moe_curves.get(key)
+        if cached is None:
+            if self.moe_missing is not None:
+                cached = self.moe_missing
+            else:
+                found = find_moe_curve(self.hardware, self.engine, shape, dtype)
+                cached = found if isinstance(found, Missing) else (
+                    found.log_tokens, np.fmax.accumulate(found.log_latency), found.provenance)
+            self._moe_curves[key] = cached
+        return cached
+
+    def moe_sources(self) -> str:
+        """The MoE tables that priced points since the last tally reset."""
+        return "; ".join(sorted(self.tally.sources.get("moe", ())))
+
     def describe(self, include_attention: bool = True) -> str:
         """'aiconfigurator-core 0.12.0 vllm 0.24.0 h200_sxm: GEMM 92% of calls measured, …'."""
         head = self.label()
         parts = []
-        for kind, name in (("gemm", "GEMM"), ("attention", "decode attention")):
+        for kind, name in (("gemm", "GEMM"), ("attention", "decode attention"),
+                           ("moe", "MoE experts")):
             if kind == "attention" and not include_attention:
                 continue
             share = self.tally.share(kind)
             if share is None:
                 continue
             if share >= 1.0:
-                parts.append(f"{name} measured")
+                part = f"{name} measured"
             elif share <= 0.0:
-                parts.append(f"{name} roofline ({self.tally.why_not.get(kind, 'not covered')})")
+                part = f"{name} roofline ({self.tally.why_not.get(kind, 'not covered')})"
             else:
-                parts.append(f"{name} {share:.0%} of calls measured "
-                             f"(rest: {self.tally.why_not.get(kind, 'not covered')})")
+                part = (f"{name} {share:.0%} of calls measured "
+                        f"(rest: {self.tally.why_not.get(kind, 'not covered')})")
+            if kind == "moe" and share > 0.0 and self.moe_sources():
+                part += f" [{self.moe_sources()}]"  # its own table and version
+            parts.append(part)
         rest = "; roofline for the rest" if parts else ""
         return f"{head}: {', '.join(parts) or 'no kernel evaluated'}{rest}"
 
@@ -271,6 +338,6 @@ def measured_kernels(hw: HardwareSpec, engine: str, dtype: str, kv_dtype: str,
     if hypothetical:
         why = Missing(f"{hw.slug} with overridden specs is hypothetical hardware: no table "
                       "measured it")
-        return MeasuredKernels(hw.slug, engine, why, why)
+        return MeasuredKernels(hw.slug, engine, why, why, moe_missing=why)
     gemm, attention = _tables(hw.slug, engine, dtype, kv_dtype)
     return MeasuredKernels(hw.slug, engine, gemm, attention)

@@ -1,0 +1,137 @@
+"""Routed experts from the package's measured MoE tables (explorer/kernel_tables/moe.py): exact at
+measured token counts, the roofline (saying so) outside the table, and the provenance names it."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from explorer import Scenario, evaluate
+from explorer.kernel_tables import Missing, find_table
+from explorer.kernel_tables.moe import DISTRIBUTION, MoeCurve, MoeShape, find_moe_curve
+from explorer.model.grid import scenario_model
+from explorer.model.layers import LayerModel
+from explorer.model.measured_kernels import MeasuredKernels, measured_kernels
+from explorer.presets import hardware_presets
+
+# Qwen3-235B-A22B's experts at TP 8 (hidden 4096, expert width 1536, top-8 of 128).
+QWEN235_TP8 = MoeShape(4096, 1536, 8, 128, tp=8, ep=1)
+
+
+@cache
+def _rows(engine: str, dtype: str, shape: MoeShape) -> pd.Series:
+    """The table's own rows for a shape: num_tokens → latency in ms, read with pandas."""
+    ref = find_table("h200", "moe", engine)
+    assert not isinstance(ref, Missing)
+    f = pd.read_parquet(ref.path)
+    f = f[(f.moe_dtype == dtype) & (f.hidden_size == shape.hidden)
+          & (f.inter_size == shape.inter) & (f.topk == shape.topk)
+          & (f.num_experts == shape.num_experts) & (f.moe_tp_size == shape.tp)
+          & (f.moe_ep_size == shape.ep) & (f.distribution == DISTRIBUTION)]
+    return f.set_index("num_tokens")["latency"].sort_index()
+
+
+def _tables(engine: str = "vllm", dtype: str = "bf16") -> MeasuredKernels:
+    return measured_kernels(hardware_presets()["h200"], engine, dtype, "bf16")
+
+
+def test_a_measured_shape_is_returned_exactly_from_the_table():
+    rows = _rows("vllm", "bfloat16", QWEN235_TP8)
+    assert rows.size == 27
+    curve = find_moe_curve("h200", "vllm", QWEN235_TP8, "bf16")
+    assert isinstance(curve, MoeCurve)
+    hit = curve.latency(rows.index.to_numpy(np.float64))
+    assert hit.all_covered
+    np.testing.assert_allclose(hit.latency_s, rows.to_numpy() * 1e-3, rtol=1e-12)
+    assert curve.provenance.label.startswith("aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0")
+    # Between two measured counts: a power law, so between their times.
+    mid = float(curve.latency(1536.0 * 1.5).latency_s)
+    assert rows[1536] * 1e-3 < mid < rows[3072] * 1e-3
+
+
+def test_the_model_prices_a_measured_count_at_the_table_time():
+    rows = _rows("vllm", "bfloat16", QWEN235_TP8)
+    tables = _tables()
+    # 256 tokens: slower than every smaller count (no running-max adjustment there).
+    assert rows[256] >= rows[rows.index < 256].max()
+    roofline = np.array([1.0])
+    t = tables.moe_time(np.array([256.0]), QWEN235_TP8, "bf16", roofline)
+    assert float(t[0]) == pytest.approx(rows[256] * 1e-3, rel=1e-12)
+    assert tables.tally.share("moe") == 1.0
+    assert "h200_sxm/moe/vllm/0.24.0" in tables.describe()
+
+
+def test_outside_the_measured_tokens_the_roofline_is_used_and_said():
+    tables = _tables()
+    n = np.array([64.0, 40000.0])
+    roofline = np.array([7.0, 9.0])
+    t = tables.moe_time(n, QWEN235_TP8, "bf16", roofline)
+    assert t[1] == 9.0  # not anchored without roofline_at: the roofline's own time
+    assert tables.tally.measured["moe"] == 1 and tables.tally.total["moe"] == 2
+    assert "outside the measured token range 1–16384" in tables.tally.why_not["moe"]
+    assert "MoE experts 50% of calls measured (rest: outside the measured token range" in (
+        tables.describe())
+
+
+@pytest.mark.parametrize(("shape", "dtype", "why"), [
+    (MoeShape(4096, 1536, 8, 100, tp=8), "bf16", "MoE shape not measured"),
+    (QWEN235_TP8, "fp4", "no nvfp4 MoE in h200_sxm/moe/vllm/0.24.0"),
+])
+def test_an_unmeasured_shape_or_dtype_falls_back_to_the_roofline(shape, dtype, why):
+    tables = _tables()
+    roofline = np.array([3.0, 4.0])
+    t = tables.moe_time(np.array([8.0, 64.0]), shape, dtype, roofline)
+    assert np.array_equal(t, roofline)
+    assert tables.tally.share("moe") == 0.0 and why in tables.tally.why_not["moe"]
+    assert "MoE experts roofline (" in tables.describe()
+
+
+def test_each_engine_reads_its_own_table_and_an_older_version_that_has_the_shape():
+    sglang = find_moe_curve("h200", "sglang", QWEN235_TP8, "bf16")
+    trtllm = find_moe_curve("h200", "trtllm", QWEN235_TP8, "bf16")
+    assert isinstance(sglang, MoeCurve) and isinstance(trtllm, MoeCurve)
+    assert sglang.provenance.engine == "sglang" and trtllm.provenance.engine == "trtllm"
+    # trtllm's newest H200 MoE table (1.3.0rc23) measured Nemotron shapes only.
+    assert trtllm.provenance.engine_version == "1.3.0rc20"
+    assert find_table("h200", "moe", "trtllm").version == "1.3.0rc23"  # type: ignore[union-attr]
+
+
+def test_t_verif_of_a_moe_preset_moves_from_the_roofline_to_the_table():
+    sc = Scenario(model="qwen3-235b-a22b", hardware="h200", tp=8, batch=64, draft_len=3)
+    model = scenario_model(sc)
+    rows = _rows("vllm", "bfloat16", QWEN235_TP8)
+    moe = float(model.verify(64, 1, sc.context, model.r.group)["moe"])
+    # Every layer routes (no shared experts): 94 layers × the measured 64-token time, taken as
+    # the running maximum over smaller counts (timing noise makes 64 faster than 48).
+    expected = 94 * rows[rows.index <= 64].max() * 1e-3
+    assert moe == pytest.approx(expected, rel=1e-12)
+    roof = LayerModel(model.r.hardware, model.r.model, 8, sc.dtype, sc.kv_dtype)
+    roof_moe = float(roof.forward(64, 1, sc.context, model.r.group)["moe"])
+    assert abs(roof_moe - moe) / moe > 0.02  # the roofline's number was another one
+    ev = evaluate(sc)
+    assert ("MoE experts measured [aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0, bfloat16"
+            in ev.sources["kernel_times"])
+    assert "not used yet" not in ev.sources["kernel_times"]
+
+
+def test_hypothetical_hardware_prices_the_experts_by_the_roofline():
+    hw = hardware_presets()["h200"]
+    tables = measured_kernels(hw, "vllm", "bf16", "bf16", hypothetical=True)
+    roofline = np.array([2.0])
+    assert tables.moe_time(np.array([64.0]), QWEN235_TP8, "bf16", roofline)[0] == 2.0
+    assert "hypothetical" in tables.tally.why_not["moe"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(1.0, 60000.0), st.floats(1.0, 60000.0))
+def test_more_tokens_never_make_the_routed_experts_faster(a, b):
+    sc = Scenario(model="qwen3-235b-a22b", hardware="h200", tp=8)
+    lm = scenario_model(sc).target
+    lo, hi = sorted((a, b))
+    t = lm.routed_experts(np.array([lo, hi]))
+    assert t[0] <= t[1] * (1 + 1e-12)
