@@ -2,7 +2,7 @@
 source of each time: the pinned package's measured table (engine, version, GPU) where it covers
 the point, else the roofline (the per-dtype cross-GPU fit, or the preset's single η).
 
-`python -m explorer kernel gemm|attention` prints these; the model (model/layers.py) prices
+`python -m explorer kernel gemm|attention|moe` prints these; the model (model/layers.py) prices
 its calls through the same MeasuredKernels lookups.
 """
 
@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from explorer.kernel_tables.moe import MoeShape
 from explorer.model.kernels import FloatArray, KernelTime, attention_time, gemm_time
+from explorer.model.layers import routed_experts_roofline
 from explorer.model.measured_kernels import measured_kernels
 from explorer.specs.hardware import HardwareSpec
 
@@ -112,4 +114,33 @@ def attention_points(hw: HardwareSpec, engine: str, batches: list[int], contexts
         shape = {"batch": b, "context": s, "q_heads": qh, "kv_heads": kv, "head_dim": h,
                  "q_len": w, "kv_dtype": kv_dtype}
         out.append(_point(kt, t, shape, source, covered))
+    return out
+
+
+def _moe_roofline_s(hw: HardwareSpec, shape: MoeShape, dtype: str, n: float) -> float:
+    return float(routed_experts_roofline(hw, shape, n, dtype).time_s)
+
+
+def moe_points(hw: HardwareSpec, engine: str, tokens: list[int], hidden: list[int],
+               inter: list[int], topk: list[int], experts: list[int], tp: list[int],
+               dtype: str) -> list[KernelPoint]:
+    """One routed-expert layer per point (inter: the model's full expert width, TP shards it):
+    the engine's measured MoE table where it has the exact shape, else the roofline."""
+    tables = measured_kernels(hw, engine, dtype, "bf16")
+    out = []
+    for n, h, i, k, e, t in itertools.product(tokens, hidden, inter, topk, experts, tp):
+        shape = MoeShape(h, i, k, e, tp=t)
+        kt = routed_experts_roofline(hw, shape, float(n), dtype)
+        tables.tally.reset()
+        time_s = float(np.asarray(tables.moe_time(
+            np.array([float(n)]), shape, dtype, np.atleast_1d(kt.time_s),
+            partial(_moe_roofline_s, hw, shape, dtype),
+        )).reshape(-1)[0])
+        covered = tables.tally.measured.get("moe", 0) > 0
+        source = (f"table {tables.moe_sources()}" if covered
+                  else f"{roofline_source(hw, 'gemm', dtype)}: "
+                  f"{tables.tally.why_not.get('moe', 'not covered')}")
+        where = {"tokens": n, "hidden": h, "inter": i, "topk": k, "experts": e, "tp": t,
+                 "dtype": dtype}
+        out.append(_point(kt, time_s, where, source, covered))
     return out

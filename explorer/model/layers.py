@@ -20,7 +20,7 @@ import numpy.typing as npt
 from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.kernel_tables.moe import MoeShape
 from explorer.model.corrections import KernelCorrections
-from explorer.model.kernels import attention_time, gemm_roofline, gemm_time
+from explorer.model.kernels import KernelTime, attention_time, gemm_roofline, gemm_time
 from explorer.model.measured_kernels import KernelTally, MeasuredKernels
 from explorer.specs.architecture import ModelSpec
 from explorer.specs.hardware import HardwareSpec
@@ -57,6 +57,22 @@ def unique_experts(n_tokens: npt.ArrayLike, n_experts: int, top_k: int) -> Float
     if n_experts <= 0:
         return np.zeros_like(n)
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** n)
+
+
+def routed_experts_roofline(hw: HardwareSpec, shape: MoeShape, n: npt.ArrayLike,
+                            dtype: str) -> KernelTime:
+    """Grouped GEMM over the experts n tokens touch, at the MoE dtype, per TP rank: weight
+    bytes scale with the touched experts; two kernels (gate-up, down) each pay the floor."""
+    tokens = _f(n)
+    b = BYTES_PER_ELEMENT[dtype]
+    width = shape.inter / shape.tp
+    touched = unique_experts(tokens, shape.num_experts, shape.topk)
+    flops = 2.0 * tokens * shape.topk * 3.0 * shape.hidden * width
+    nbytes = touched * 3.0 * shape.hidden * width * b + tokens * shape.topk * (
+        2.0 * shape.hidden + 3.0 * width
+    ) * b
+    outputs = tokens * shape.topk * (2.0 * width + shape.hidden)  # gate-up and down outputs
+    return gemm_roofline(hw, flops, nbytes, dtype, kernels=2, outputs=outputs)
 
 
 # What one evaluation added to a kernel tally: (kind, measured, total, reason of a miss).
@@ -187,30 +203,20 @@ class LayerModel:
 
     def routed_experts(self, n: FloatArray) -> FloatArray:
         """Routed experts of one layer for n tokens: the engine's measured MoE table where it
-        covers (model/measured_kernels.py moe_time), else the roofline below."""
-        t = self._routed_experts_roofline(n)
+        covers (model/measured_kernels.py moe_time), else the roofline."""
+        shape = self.moe_shape()
+        t = routed_experts_roofline(self.hw, shape, n, self.moe_dtype).time_s
         if self.tables is None:
             return t
-        m = self.model
-        shape = MoeShape(int(m.hidden), int(m.moe_intermediate), int(m.experts_per_tok),
-                         int(m.n_routed_experts), tp=self.tp, ep=1)  # experts shard by TP
         return self.tables.moe_time(
             n, shape, self.moe_dtype, t,
-            lambda nn: float(self._routed_experts_roofline(np.asarray(nn)).reshape(-1)[0]))
+            lambda nn: float(routed_experts_roofline(self.hw, shape, nn, self.moe_dtype).time_s))
 
-    def _routed_experts_roofline(self, n: FloatArray) -> FloatArray:
-        """Grouped GEMM over the experts the n tokens touch, at the MoE dtype: weight bytes
-        scale with the touched experts; two kernels (gate-up, down) each pay the floor."""
-        m, dt = self.model, self.moe_dtype
-        b = BYTES_PER_ELEMENT[dt]
-        width = m.moe_intermediate / self.tp
-        touched = unique_experts(n, m.n_routed_experts, m.experts_per_tok)
-        flops = 2.0 * n * m.experts_per_tok * 3.0 * m.hidden * width
-        nbytes = touched * 3.0 * m.hidden * width * b + n * m.experts_per_tok * (
-            2.0 * m.hidden + 3.0 * width
-        ) * b
-        outputs = n * m.experts_per_tok * (2.0 * width + m.hidden)  # gate-up and down outputs
-        return gemm_roofline(self.hw, flops, nbytes, dt, kernels=2, outputs=outputs).time_s
+    def moe_shape(self) -> MoeShape:
+        """The MoE layer as the tables key it; experts shard by TP (no expert parallelism)."""
+        m = self.model
+        return MoeShape(int(m.hidden), int(m.moe_intermediate), int(m.experts_per_tok),
+                        int(m.n_routed_experts), tp=self.tp, ep=1)
 
     def attention(
         self, batch: FloatArray, width: FloatArray, context: FloatArray, group: FloatArray,

@@ -3,6 +3,7 @@ measured token counts, the roofline (saying so) outside the table, and the prove
 
 from __future__ import annotations
 
+import json
 from functools import cache
 
 import numpy as np
@@ -18,6 +19,7 @@ from explorer.model.grid import scenario_model
 from explorer.model.layers import LayerModel
 from explorer.model.measured_kernels import MeasuredKernels, measured_kernels
 from explorer.presets import hardware_presets
+from tests.unit.test_cli import run
 
 # Qwen3-235B-A22B's experts at TP 8 (hidden 4096, expert width 1536, top-8 of 128).
 QWEN235_TP8 = MoeShape(4096, 1536, 8, 128, tp=8, ep=1)
@@ -135,3 +137,18 @@ def test_more_tokens_never_make_the_routed_experts_faster(a, b):
     lo, hi = sorted((a, b))
     t = lm.routed_experts(np.array([lo, hi]))
     assert t[0] <= t[1] * (1 + 1e-12)
+
+
+def test_kernel_moe_prints_each_point_with_the_source_of_its_time():
+    code, out, _ = run("kernel", "moe", "--tokens", "256,20000", "--hidden", "4096", "--inter",
+                       "1536", "--topk", "8", "--experts", "128", "--tp", "8", "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert rows[0]["time_s"] == pytest.approx(_rows("vllm", "bfloat16", QWEN235_TP8)[256] * 1e-3,
+                                              rel=1e-12)
+    assert rows[0]["source"].startswith("table aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/")
+    assert rows[1]["source"].startswith("roofline") and "outside the measured token range" in (
+        rows[1]["source"])
+    code, out, _ = run("kernel", "moe", "--tokens", "64", "--hidden", "4096", "--inter", "1536",
+                       "--topk", "8", "--experts", "100", "--tp", "8")
+    assert code == 0 and "MoE shape not measured" in out

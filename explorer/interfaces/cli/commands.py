@@ -11,7 +11,7 @@ import numpy as np
 
 from explorer.analysis.codesign import GroupAt, codesign
 from explorer.analysis.evaluate import evaluate
-from explorer.analysis.kernel_points import attention_points, gemm_points
+from explorer.analysis.kernel_points import attention_points, gemm_points, moe_points
 from explorer.analysis.recommend import recommend
 from explorer.analysis.sweep import sweep
 from explorer.base.dtypes import normalize_dtype
@@ -75,7 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
         ka.add_argument(flag, required=default is None, default=default, help=LIST_HELP)
     ka.add_argument("--kv-dtype", choices=list(KV_DTYPE_OPTIONS), type=normalize_dtype,
                     default="bf16")
-    for kp in (kg, ka):
+    km = ksub.add_parser("moe", help="one routed-expert layer (--inter: the full expert "
+                         "width; --tp shards it)")
+    for flag, default in (("--tokens", None), ("--hidden", None), ("--inter", None),
+                          ("--topk", None), ("--experts", None), ("--tp", "1")):
+        km.add_argument(flag, required=default is None, default=default, help=LIST_HELP)
+    km.add_argument("--dtype", choices=list(DTYPE_OPTIONS), type=normalize_dtype,
+                    default="bf16", help="the experts' dtype")
+    for kp in (kg, ka, km):
         kp.add_argument("--hardware", default="h200")
         kp.add_argument("--engine", choices=list(SERVING_ENGINES), default=DEFAULT_ENGINE,
                         help="whose measured kernel tables price the covered points")
@@ -242,6 +249,10 @@ def cmd_kernel(args: argparse.Namespace) -> int:
     if args.kernel == "gemm":
         v = _kernel_lists(args, ("m", "n", "k"))
         points = gemm_points(hw, args.engine, v["m"], v["n"], v["k"], args.dtype)
+    elif args.kernel == "moe":
+        v = _kernel_lists(args, ("tokens", "hidden", "inter", "topk", "experts", "tp"))
+        points = moe_points(hw, args.engine, v["tokens"], v["hidden"], v["inter"], v["topk"],
+                            v["experts"], v["tp"], args.dtype)
     else:
         v = _kernel_lists(args, ("batch", "context", "q_heads", "kv_heads", "head_dim",
                                  "q_len"))
