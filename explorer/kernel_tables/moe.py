@@ -133,8 +133,10 @@ class MoeTable:
                          shape.ep], dtype=np.int64)
         sel = (self.row_dtype == spelled) & (self.keys == want).all(axis=1)
         if not sel.any():
+            other = sorted({str(d) for d in self.row_dtype[(self.keys == want).all(axis=1)]})
+            also = f"; measured at {', '.join(other)}" if other else ""
             return Missing(f"MoE shape not measured in {self.ref.where} {spelled} "
-                           f"({shape.text()})")
+                           f"({shape.text()}{also})")
         rows = pd.DataFrame({"t": self.num_tokens[sel], "ms": self.latency_ms[sel]})
         # Repeated token counts (two kernels measured for one shape) → their median.
         per_tokens = rows.groupby("t")["ms"].median().sort_index()
