@@ -13,6 +13,7 @@ dtype or op without a table gives a `Missing` with the reason, never an exceptio
     hit = attn.latency(32, 8, 128, batch, kv_len_tokens)   # AttentionLookup | Missing
     curve = find_moe_curve("h200", "vllm", MoeShape(4096, 1536, 8, 128, tp=8), "fp8")
     hit = curve.latency(tokens)                            # MoeLookup | (curve is Missing)
+    mla = find_mla_config("h200", "sglang", "bf16", 16, 512, 64)  # AttentionConfig | Missing
 """
 
 from explorer.kernel_tables.attention import (
@@ -49,6 +50,7 @@ from explorer.kernel_tables.gemm import (
     gemm_time_s,
     load_gemm_table,
 )
+from explorer.kernel_tables.mla import find_mla_config
 from explorer.kernel_tables.moe import MoeCurve, MoeLookup, MoeShape, find_moe_curve, moe_time_s
 
 __all__ = [
@@ -70,6 +72,7 @@ __all__ = [
     "Provenance",
     "TableRef",
     "engine_versions",
+    "find_mla_config",
     "find_moe_curve",
     "find_table",
     "gemm_time_s",

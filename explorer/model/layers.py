@@ -233,9 +233,19 @@ class LayerModel:
                 head_dim_qk=m.head_dim, head_dim_v=m.kv_lora_rank,
                 kv_bytes_per_token_head=m.head_dim * b_kv,
             ).time_s
-            if self.tables is not None:
-                self.tables.tally.add("attention", False, int(t_mla.size),
-                                      "MLA tables not used yet")
+            if self.tables is not None:  # the engine's generation_mla table (q_len = 1)
+                t1 = attention_time(
+                    self.hw, batch, ctx, kv_rank, g_rank, 1.0,
+                    head_dim_qk=m.head_dim, head_dim_v=m.kv_lora_rank,
+                    kv_bytes_per_token_head=m.head_dim * b_kv,
+                ).time_s
+                return self.tables.mla_attention_time(
+                    _f(batch), _f(ctx), m.q_heads / self.tp, int(m.kv_lora_rank),
+                    int(m.qk_rope_dim), self.kv_dtype, t_mla, t1,
+                    lambda bb, ss: attention_time(
+                        self.hw, bb, ss, kv_rank, g_rank, 1.0, head_dim_qk=m.head_dim,
+                        head_dim_v=m.kv_lora_rank,
+                        kv_bytes_per_token_head=m.head_dim * b_kv).time_s)
             return t_mla
         t = attention_time(
             self.hw, batch, ctx, kv_rank, g_rank, width, head_dim_qk=m.head_dim,

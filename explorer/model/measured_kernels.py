@@ -29,6 +29,7 @@ from explorer.kernel_tables import (
 )
 from explorer.kernel_tables._grid import Grid
 from explorer.kernel_tables.catalog import Provenance
+from explorer.kernel_tables.mla import find_mla_config
 from explorer.kernel_tables.moe import MoeShape, find_moe_curve
 from explorer.specs.hardware import HardwareSpec
 
@@ -75,8 +76,8 @@ class MeasuredKernels:
     gemm: GemmTable | Missing
     attention: GenerationAttentionTable | Missing
     tally: KernelTally = field(default_factory=KernelTally)
-    # Why no MoE table can price this scenario at all (hypothetical hardware); None: look up.
-    moe_missing: Missing | None = None
+    # Why no MoE or MLA table can price this scenario (hypothetical hardware); None: look up.
+    no_tables: Missing | None = None
     _mono: dict[tuple[float, float], tuple[FloatArray, FloatArray]] = field(
         default_factory=dict, repr=False)
     _mono_attention: dict[tuple[int, int, int, int], AttentionConfig | Missing] = field(
@@ -85,7 +86,10 @@ class MeasuredKernels:
     # base verify, the speculative verify and the draft, and again on every rerun.
     _attention_lookups: dict[tuple[object, ...], AttentionLookup] = field(
         default_factory=dict, repr=False)
-    # MoE: (shape, dtype) → (log tokens, running-max log latency, provenance) or why not.
+    # MoE: (shape, dtype) → (log tokens, monotone log latency, provenance) or why not.
+    # MLA: (q heads per rank, latent, rope, KV dtype) → its monotone grid, or why not.
+    _mla_configs: dict[tuple[int, int, int, str], AttentionConfig | Missing] = field(
+        default_factory=dict, repr=False)
     _moe_curves: dict[tuple[MoeShape, str], tuple[FloatArray, FloatArray, Provenance] | Missing
                       ] = field(default_factory=dict, repr=False)
 
@@ -282,8 +286,8 @@ class MeasuredKernels:
         key = (shape, dtype)
         cached = self._moe_curves.get(key)
         if cached is None:
-            if self.moe_missing is not None:
-                cached = self.moe_missing
+            if self.no_tables is not None:
+                cached = self.no_tables
             else:
                 found = find_moe_curve(self.hardware, self.engine, shape, dtype)
                 cached = found if isinstance(found, Missing) else (
@@ -295,6 +299,67 @@ class MeasuredKernels:
     def moe_sources(self) -> str:
         """The MoE tables that priced points since the last tally reset."""
         return "; ".join(sorted(self.tally.sources.get("moe", ())))
+
+    # -- decode MLA attention: the package's generation_mla tables ----------------------------
+    def mla_attention_time(self, batch: FloatArray, kv_len: FloatArray, q_heads: float,
+                           kv_lora_rank: int, rope_dim: int, kv_dtype: str,
+                           roofline: FloatArray, roofline_q1: FloatArray,
+                           roofline_at: Callable[[FloatArray, FloatArray], FloatArray] | None
+                           = None) -> FloatArray:
+        """Measured q_len = 1 MLA time × the roofline's ratio t(W)/t(1), where the engine's
+        generation_mla table has the query heads per rank and covers (batch, KV length); else
+        the roofline (anchored to the table's edge past it, counted as roofline)."""
+        shape = np.broadcast_shapes(batch.shape, kv_len.shape, roofline.shape)
+        size = int(np.prod(shape))
+        cfg: AttentionConfig | Missing
+        if self.no_tables is not None:  # hypothetical hardware: no table measured it
+            cfg = self.no_tables
+        elif q_heads != round(q_heads):
+            cfg = Missing(f"fractional query heads per rank ({q_heads:g})")
+        else:
+            cfg = self._mla_config(int(q_heads), kv_lora_rank, rope_dim, kv_dtype)
+        if isinstance(cfg, Missing):
+            self.tally.add("attention", False, size, cfg.reason)
+            return roofline
+        hit = cfg.latency(batch, kv_len)
+        sel = np.broadcast_to(hit.covered, shape)
+        out = np.where(sel, np.broadcast_to(hit.latency_s * (roofline / roofline_q1), shape),
+                       np.broadcast_to(roofline, shape))
+        if roofline_at is not None and not sel.all():
+            ax_b, ax_s = (np.exp(a) for a in cfg.grid.axes_log)
+            b_c, s_c = np.clip(batch, ax_b[0], ax_b[-1]), np.clip(kv_len, ax_s[0], ax_s[-1])
+            edge = cfg.latency(b_c, s_c)
+            scale = np.where(edge.covered, edge.latency_s, np.nan) / roofline_at(b_c, s_c)
+            anchored = np.broadcast_to(roofline * np.where(np.isfinite(scale), scale, 1.0),
+                                       shape)
+            out = np.where(sel, out, anchored)
+        self.tally.add("attention", sel, size, "outside the measured (batch, KV length) box "
+                       f"of {cfg.provenance.system}/mla/{cfg.provenance.engine}/"
+                       f"{cfg.provenance.engine_version}")
+        if sel.any():
+            self.tally.sources.setdefault("attention", set()).add(cfg.provenance.label)
+        return np.asarray(out, dtype=np.float64)
+
+    def _mla_config(self, q_heads: int, kv_lora_rank: int, rope_dim: int, kv_dtype: str
+                    ) -> AttentionConfig | Missing:
+        """The grid made monotone from above in batch and KV length (each point the least time
+        at it or any larger batch and KV length: an isolated slow measurement, e.g. h200 trtllm
+        1.3.0rc20 16 heads bf16 batch 32 KV 3 at 2.2 ms among 0.015 ms, is not carried on)."""
+        key = (q_heads, kv_lora_rank, rope_dim, kv_dtype)
+        cached = self._mla_configs.get(key)
+        if cached is None:
+            found = find_mla_config(self.hardware, self.engine, kv_dtype, q_heads,
+                                    kv_lora_rank, rope_dim)
+            if not isinstance(found, Missing):
+                known = (found.grid.status & 1).astype(bool)
+                v = np.where(known, found.grid.values, np.nan)
+                v = np.fmin.accumulate(v[::-1], axis=0)[::-1]
+                v = np.fmin.accumulate(v[:, ::-1], axis=1)[:, ::-1]
+                found = replace(found, grid=Grid.build(found.grid.axes_log,
+                                                       np.where(known, v, np.nan)))
+            cached = found
+            self._mla_configs[key] = cached
+        return cached
 
     def describe(self, include_attention: bool = True) -> str:
         """'aiconfigurator-core 0.12.0 vllm 0.24.0 h200_sxm: GEMM 92% of calls measured, …'."""
@@ -316,6 +381,8 @@ class MeasuredKernels:
                         f"(rest: {self.tally.why_not.get(kind, 'not covered')})")
             if kind == "moe" and share > 0.0 and self.moe_sources():
                 part += f" [{self.moe_sources()}]"  # its own table and version
+            if kind == "attention" and share > 0.0 and self.tally.sources.get("attention"):
+                part += f" [{'; '.join(sorted(self.tally.sources['attention']))}]"  # MLA
             parts.append(part)
         rest = "; roofline for the rest" if parts else ""
         return f"{head}: {', '.join(parts) or 'no kernel evaluated'}{rest}"
@@ -345,6 +412,6 @@ def measured_kernels(hw: HardwareSpec, engine: str, dtype: str, kv_dtype: str,
     if hypothetical:
         why = Missing(f"{hw.slug} with overridden specs is hypothetical hardware: no table "
                       "measured it")
-        return MeasuredKernels(hw.slug, engine, why, why, moe_missing=why)
+        return MeasuredKernels(hw.slug, engine, why, why, no_tables=why)
     gemm, attention = _tables(hw.slug, engine, dtype, kv_dtype)
     return MeasuredKernels(hw.slug, engine, gemm, attention)
