@@ -117,8 +117,9 @@ def attention_points(hw: HardwareSpec, engine: str, batches: list[int], contexts
     return out
 
 
-def _moe_roofline_s(hw: HardwareSpec, shape: MoeShape, dtype: str, n: float) -> float:
-    return float(routed_experts_roofline(hw, shape, n, dtype).time_s)
+def _moe_roofline_s(hw: HardwareSpec, shape: MoeShape, dtype: str, n: FloatArray
+                    ) -> FloatArray:
+    return routed_experts_roofline(hw, shape, n, dtype).time_s
 
 
 def moe_points(hw: HardwareSpec, engine: str, tokens: list[int], hidden: list[int],
@@ -133,8 +134,7 @@ def moe_points(hw: HardwareSpec, engine: str, tokens: list[int], hidden: list[in
         kt = routed_experts_roofline(hw, shape, float(n), dtype)
         tables.tally.reset()
         time_s = float(np.asarray(tables.moe_time(
-            np.array([float(n)]), shape, dtype, np.atleast_1d(kt.time_s),
-            partial(_moe_roofline_s, hw, shape, dtype),
+            np.array([float(n)]), shape, dtype, partial(_moe_roofline_s, hw, shape, dtype),
         )).reshape(-1)[0])
         covered = tables.tally.measured.get("moe", 0) > 0
         source = (f"table {tables.moe_sources()}" if covered

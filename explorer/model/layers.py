@@ -205,12 +205,11 @@ class LayerModel:
         """Routed experts of one layer for n tokens: the engine's measured MoE table where it
         covers (model/measured_kernels.py moe_time), else the roofline."""
         shape = self.moe_shape()
-        t = routed_experts_roofline(self.hw, shape, n, self.moe_dtype).time_s
         if self.tables is None:
-            return t
+            return routed_experts_roofline(self.hw, shape, n, self.moe_dtype).time_s
         return self.tables.moe_time(
-            n, shape, self.moe_dtype, t,
-            lambda nn: float(routed_experts_roofline(self.hw, shape, nn, self.moe_dtype).time_s))
+            n, shape, self.moe_dtype,
+            lambda nn: routed_experts_roofline(self.hw, shape, nn, self.moe_dtype).time_s)
 
     def moe_shape(self) -> MoeShape:
         """The MoE layer as the tables key it; experts shard by TP (no expert parallelism)."""

@@ -90,6 +90,8 @@ class MeasuredKernels:
     # MLA: (q heads per rank, latent, rope, KV dtype) → its monotone grid, or why not.
     _mla_configs: dict[tuple[int, int, int, str], AttentionConfig | Missing] = field(
         default_factory=dict, repr=False)
+    _moe_memo: dict[tuple[object, ...], tuple[FloatArray, int, str, str]] = field(
+        default_factory=dict, repr=False)
     _moe_curves: dict[tuple[MoeShape, str], tuple[FloatArray, FloatArray, Provenance] | Missing
                       ] = field(default_factory=dict, repr=False)
 
@@ -241,37 +243,61 @@ class MeasuredKernels:
         return found
 
     # -- routed experts (MoE): the package's moe_perf tables --------------------------------
-    def moe_time(self, n: FloatArray, shape: MoeShape, dtype: str, roofline: FloatArray,
-                 roofline_at: Callable[[float], float] | None = None) -> FloatArray:
+    def moe_time(self, n: FloatArray, shape: MoeShape, dtype: str,
+                 roofline: Callable[[FloatArray], FloatArray]) -> FloatArray:
         """One routed-expert layer for n tokens: the engine's measured MoE table where it has
         the exact (dtype, shape, TP/EP) and n lies in its measured token range, else the
-        roofline. Past the largest measured count the roofline is anchored to the table's
-        last time (t_meas(n_max)·roof(n)/roof(n_max)), counted as roofline."""
-        shape_out = np.broadcast_shapes(np.shape(n), roofline.shape)
-        size = int(np.prod(shape_out))
+        roofline (a function of n). Past the largest measured count the roofline is anchored
+        to the table's last time (t_meas(n_max)·roof(n)/roof(n_max)), counted as roofline.
+
+        Remembered by the exact inputs (a grid asks the same token counts for the base and
+        speculative verify, and again on every rerun); a remembered price adds to the tally
+        what its first evaluation added. The result is read-only (shared)."""
+        nn = np.asarray(n, dtype=np.float64)
+        key = (shape, dtype, nn.shape, nn.tobytes())
+        hit = self._moe_memo.get(key)
+        if hit is not None:
+            out, measured, reason, label = hit
+            self._moe_tally(out.size, measured, reason, label)
+            return out
+        out, measured, reason, label = self._moe_priced(nn, shape, dtype, roofline)
+        out.flags.writeable = False
+        if len(self._moe_memo) >= MAX_MEMO_LOOKUPS:
+            self._moe_memo.clear()
+        self._moe_memo[key] = (out, measured, reason, label)
+        self._moe_tally(out.size, measured, reason, label)
+        return out
+
+    def _moe_tally(self, size: int, measured: int, reason: str, label: str) -> None:
+        self.tally.measured["moe"] = self.tally.measured.get("moe", 0) + measured
+        self.tally.total["moe"] = self.tally.total.get("moe", 0) + size
+        if measured < size:
+            self.tally.why_not["moe"] = reason
+        if measured:
+            self.tally.sources.setdefault("moe", set()).add(label)
+
+    def _moe_priced(self, n: FloatArray, shape: MoeShape, dtype: str,
+                    roofline: Callable[[FloatArray], FloatArray]
+                    ) -> tuple[FloatArray, int, str, str]:
+        """(time, points measured, reason for the rest, the table's label)."""
+        roof = np.asarray(roofline(n), dtype=np.float64)
         curve = self._moe_curve(shape, dtype)
         if isinstance(curve, Missing):
-            self.tally.add("moe", False, size, curve.reason)
-            return roofline
+            return roof.copy(), 0, curve.reason, ""
         log_t, mono, prov = curve
         with np.errstate(invalid="ignore", divide="ignore"):
-            x = np.log(np.asarray(n, dtype=np.float64))
+            x = np.log(n)
             covered = np.asarray((x >= log_t[0]) & (x <= log_t[-1]))
             value = np.exp(np.interp(x, log_t, mono))
-        if roofline_at is not None:
-            n_max = float(np.exp(log_t[-1]))
-            above = np.asarray(n > n_max)
-            if above.any():
-                scale = float(np.exp(mono[-1])) / roofline_at(n_max)
-                roofline = np.where(above, roofline * scale, roofline)
-        self.tally.add("moe", np.broadcast_to(covered, shape_out), size,
-                       f"outside the measured token range {np.exp(log_t[0]):.0f}–"
-                       f"{np.exp(log_t[-1]):.0f} of {prov.system}/moe/{prov.engine}/"
-                       f"{prov.engine_version}")
-        if covered.any():
-            self.tally.sources.setdefault("moe", set()).add(prov.label)
-        out = np.where(covered, value, roofline)
-        return np.asarray(np.broadcast_to(out, shape_out), dtype=np.float64)
+        n_max = float(np.exp(log_t[-1]))
+        above = np.asarray(n > n_max)
+        if above.any():
+            scale = float(np.exp(mono[-1])) / float(np.asarray(roofline(np.asarray(n_max))))
+            roof = np.where(above, roof * scale, roof)
+        out = np.asarray(np.where(covered, value, roof), dtype=np.float64)
+        reason = (f"outside the measured token range {np.exp(log_t[0]):.0f}–{n_max:.0f} of "
+                  f"{prov.system}/moe/{prov.engine}/{prov.engine_version}")
+        return out, int(np.count_nonzero(covered)), reason, prov.label
 
     def _moe_curve(self, shape: MoeShape, dtype: str
                    ) -> tuple[FloatArray, FloatArray, Provenance] | Missing:

@@ -61,8 +61,7 @@ def test_the_model_prices_a_measured_count_at_the_table_time():
     tables = _tables()
     # 256 tokens: faster than every larger count (the monotone envelope keeps it).
     assert rows[256] <= rows[rows.index > 256].min()
-    roofline = np.array([1.0])
-    t = tables.moe_time(np.array([256.0]), QWEN235_TP8, "bf16", roofline)
+    t = tables.moe_time(np.array([256.0]), QWEN235_TP8, "bf16", np.ones_like)
     assert float(t[0]) == pytest.approx(rows[256] * 1e-3, rel=1e-12)
     assert tables.tally.share("moe") == 1.0
     assert "h200_sxm/moe/vllm/0.24.0" in tables.describe()
@@ -71,9 +70,10 @@ def test_the_model_prices_a_measured_count_at_the_table_time():
 def test_outside_the_measured_tokens_the_roofline_is_used_and_said():
     tables = _tables()
     n = np.array([64.0, 40000.0])
-    roofline = np.array([7.0, 9.0])
-    t = tables.moe_time(n, QWEN235_TP8, "bf16", roofline)
-    assert t[1] == 9.0  # not anchored without roofline_at: the roofline's own time
+    t = tables.moe_time(n, QWEN235_TP8, "bf16", lambda nn: 1e-9 * np.asarray(nn))
+    # Past 16384 tokens: the roofline's shape, anchored to the table's last time.
+    last = _rows("vllm", "bfloat16", QWEN235_TP8)[16384] * 1e-3
+    assert t[1] == pytest.approx(last * 40000 / 16384, rel=1e-12)
     assert tables.tally.measured["moe"] == 1 and tables.tally.total["moe"] == 2
     assert "outside the measured token range 1–16384" in tables.tally.why_not["moe"]
     assert "MoE experts 50% of calls measured (rest: outside the measured token range" in (
@@ -86,9 +86,8 @@ def test_outside_the_measured_tokens_the_roofline_is_used_and_said():
 ])
 def test_an_unmeasured_shape_or_dtype_falls_back_to_the_roofline(shape, dtype, why):
     tables = _tables()
-    roofline = np.array([3.0, 4.0])
-    t = tables.moe_time(np.array([8.0, 64.0]), shape, dtype, roofline)
-    assert np.array_equal(t, roofline)
+    t = tables.moe_time(np.array([8.0, 64.0]), shape, dtype, lambda nn: np.asarray(nn) / 2)
+    assert np.array_equal(t, [4.0, 32.0])
     assert tables.tally.share("moe") == 0.0 and why in tables.tally.why_not["moe"]
     assert "MoE experts roofline (" in tables.describe()
 
@@ -134,16 +133,26 @@ def test_an_isolated_spike_does_not_raise_the_larger_counts():
     assert isinstance(curve, MoeCurve) and curve.provenance.engine_version == "1.3.0rc20"
     raw = curve.latency(np.array([160.0, 192.0])).latency_s
     assert raw[0] > 20 * raw[1]
-    t = tables.moe_time(np.array([160.0, 192.0, 256.0]), shape, "fp8", np.ones(3))
+    t = tables.moe_time(np.array([160.0, 192.0, 256.0]), shape, "fp8", np.ones_like)
     assert t[0] == pytest.approx(raw[1], rel=1e-12) and t[1] == pytest.approx(raw[1], rel=1e-12)
     assert t[2] >= t[1]
+
+
+def test_a_remembered_price_counts_like_the_first():
+    tables = _tables()
+    n = np.array([64.0, 40000.0])
+    first = tables.moe_time(n, QWEN235_TP8, "bf16", np.ones_like)
+    counted = (dict(tables.tally.measured), dict(tables.tally.total))
+    tables.tally.reset()
+    again = tables.moe_time(n, QWEN235_TP8, "bf16", np.ones_like)
+    assert again is first and (dict(tables.tally.measured), dict(tables.tally.total)) == counted
+    assert tables.moe_sources().startswith("aiconfigurator-core 0.12.0, h200_sxm/moe/vllm")
 
 
 def test_hypothetical_hardware_prices_the_experts_by_the_roofline():
     hw = hardware_presets()["h200"]
     tables = measured_kernels(hw, "vllm", "bf16", "bf16", hypothetical=True)
-    roofline = np.array([2.0])
-    assert tables.moe_time(np.array([64.0]), QWEN235_TP8, "bf16", roofline)[0] == 2.0
+    assert tables.moe_time(np.array([64.0]), QWEN235_TP8, "bf16", np.ones_like)[0] == 1.0
     assert "hypothetical" in tables.tally.why_not["moe"]
 
 
