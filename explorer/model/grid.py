@@ -270,7 +270,7 @@ class ScenarioModel:
                     ffn = m.ffn_intermediate or m.moe_intermediate * (
                         m.experts_per_tok + m.n_shared_experts
                     )
-                    per_layer = m.attention_params_per_layer() + 3.0 * m.hidden * ffn
+                    per_layer = m.attention_params_per_layer() + m.mlp_matrices * m.hidden * ffn
                     vocab = mech.draft_vocab or 0  # heads with their own vocab carry an lm_head
                     draft_w = np.asarray(
                         (mech.draft_layers * per_layer + vocab * m.hidden) * bw / sc.tp
@@ -288,10 +288,13 @@ class ScenarioModel:
             m.head_dim * b_kv if m.attention_kind == "mla" else 2.0 * kv_rank * m.head_dim * b_kv
         )
         scale = layers / m.layers
-        sliding = min(m.sliding_layers, m.layers) * scale if m.sliding_window else 0.0
-        full = layers - sliding
+        sliding = min(m.sliding_layers, m.n_attention_layers) * scale if m.sliding_window else 0.0
+        full = m.n_attention_layers * scale - sliding
         s_slide = np.minimum(s, m.sliding_window) if sliding else s
-        return np.asarray(b * per_token_layer * (full * s + sliding * s_slide), dtype=np.float64)
+        kv = b * per_token_layer * (full * s + sliding * s_slide)
+        if m.mamba is not None:  # Mamba-2 layers: one recurrent state per sequence, any context
+            kv = kv + b * m.mamba_layers * scale * m.mamba.state_bytes_per_seq() / lm.tp
+        return np.asarray(kv, dtype=np.float64)
 
     def acceptance(self, draft_len: npt.ArrayLike) -> ALResult:
         sc = self.r.scenario

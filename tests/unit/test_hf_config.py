@@ -10,6 +10,7 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from explorer.interfaces.cli import main
@@ -30,13 +31,12 @@ SHIPPED = {p.name.removesuffix("_config.json"): p for p in shipped_config_paths(
 HF_SAMPLES = SAMPLES / "hf_configs"
 LLAMA_8B = "meta-llama--Meta-Llama-3.1-8B"
 
-# Refused on purpose, with the reason the parser gives (everything else must load).
-REFUSED = {
-    name: reason for name, reason in (
-        *((n, "Mamba-2 hybrid") for n in SHIPPED if "Nemotron-3" in n or "Nemotron-H" in n),
-        ("nvidia--Llama-3_3-Nemotron-Super-49B-v1", "block_configs give every layer its own"),
-    )
-}
+# Refused on purpose, with the reason the parser gives (everything else must load): none —
+# the Mamba-2 hybrids (Nemotron-H) and the NAS model (DeciLM) load as layer groups.
+REFUSED: dict[str, str] = {}
+NEMOTRON_NANO = "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+NEMOTRON_H_56B = "nvidia--Nemotron-H-56B-Base-8K"
+NAS_49B = "nvidia--Llama-3_3-Nemotron-Super-49B-v1"
 
 # Published total parameter counts (10⁹) stated on the model cards.
 PUBLISHED_TOTAL_B = {
@@ -51,6 +51,13 @@ PUBLISHED_TOTAL_B = {
     "Qwen--Qwen3-235B-A22B": 235.0,
     # huggingface.co/openai/gpt-oss-120b card: "117B parameters with 5.1B active parameters"
     "openai--gpt-oss-120b": 117.0,
+    # huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 card: "31.6B total parameters"
+    NEMOTRON_NANO: 31.6,
+    # huggingface.co/nvidia/Nemotron-H-56B-Base-8K: a 56B-parameter hybrid (the model's name
+    # and card, arXiv:2504.03624 "Nemotron-H-56B")
+    NEMOTRON_H_56B: 56.0,
+    # huggingface.co/nvidia/Llama-3_3-Nemotron-Super-49B-v1: "49B" (its name and card)
+    NAS_49B: 49.0,
 }
 
 
@@ -352,3 +359,83 @@ def test_a_drafter_with_a_bad_layer_count_names_it():
     assert res.drafter is None and res.problems[0].field == "num_hidden_layers"
     code, _, err = run("evaluate", "--draft-config", "/nonexistent/config.json")
     assert code == 2 and "--draft-config" in err
+
+
+def test_every_shipped_config_loads():
+    refused = [n for n, p in SHIPPED.items() if not read_shipped(p).ok]
+    assert refused == []
+
+
+def _mamba_scenario(name: str, **kw: object) -> Scenario:
+    m = read_shipped(SHIPPED[name]).model
+    assert m is not None
+    return Scenario(model=m.slug, custom_model=m, tp=kw.pop("tp", 1), batch=8,  # type: ignore[arg-type]
+                    draft_len=3, mechanism="eagle3", **kw)  # type: ignore[arg-type]
+
+
+def test_nemotron_h_counts_its_layer_groups_and_prices_mamba_as_state_updates():
+    res = read_shipped(SHIPPED[NEMOTRON_NANO])
+    m = res.model
+    assert m is not None and m.mamba is not None
+    # 'MEMEM*EMEMEM*…': 23 Mamba-2, 6 attention, 23 MoE layers (the model card's split)
+    assert (m.mamba_layers, m.n_attention_layers, m.moe_layers, m.layers) == (23, 6, 23, 52)
+    assert (m.mamba.heads, m.mamba.head_dim, m.mamba.d_state, m.mamba.state_bytes) == \
+        (64, 64, 128, 4)
+    assert not m.gated_mlp
+    assert any("Mamba-2 layers priced as memory-bound state updates — an assumption" in n
+               for n in res.notes)
+    assert "Mamba-2" in m.assumptions  # shown in the sources with the model
+    grid = scenario_model(_mamba_scenario(NEMOTRON_NANO))
+    b, g = 8.0, m.group_size
+    # the Mamba part of one decode step does not grow with the context; attention's does
+    step = {s: grid.verify(b, 1.0, s, g) for s in (1024.0, 65536.0)}
+    mamba_scan = 23 * grid.target.mamba_scan(np.asarray(b), np.asarray(1.0))
+    attn = {s: step[s]["attention"] - mamba_scan for s in step}
+    assert float(attn[65536.0]) > 5 * float(attn[1024.0]) > 0
+    # memory: the recurrent state is per sequence, the KV cache only in the 6 attention layers
+    lm = grid.target
+    kv = {s: float(grid._kv_bytes(lm, np.asarray(b), np.asarray(s), g, m.layers))
+          for s in (0.0, 1000.0)}
+    state = b * 23 * m.mamba.state_bytes_per_seq()
+    assert kv[0.0] == pytest.approx(state)
+    assert kv[1000.0] - kv[0.0] == pytest.approx(b * 1000 * 6 * 2 * m.kv_heads * m.head_dim * 2)
+
+
+def test_verifying_1_plus_d_tokens_scans_them_all():
+    grid = scenario_model(_mamba_scenario(NEMOTRON_NANO))
+    t = {w: float(grid.target.mamba_scan(np.asarray(64.0), np.asarray(w))) for w in (1.0, 4.0)}
+    m = read_shipped(SHIPPED[NEMOTRON_NANO]).model
+    assert m is not None and m.mamba is not None
+    # memory-bound: one state read plus a state write per verified token
+    assert t[4.0] / t[1.0] == pytest.approx(5 / 2, rel=0.02)
+
+
+def test_nas_blocks_are_priced_per_layer_group():
+    res = read_shipped(SHIPPED[NAS_49B])
+    m = res.model
+    assert m is not None
+    assert (m.layers, m.n_attention_layers, m.kv_heads) == (80, 49, 8)
+    # ffn_mult 5.25 → 28672 (Llama-3.3-70B's width), 1.0 → 5632 (int(2·8192/3) rounded up)
+    assert dict((w, c) for c, w in m.ffn_groups) == {
+        28672: 49, 17920: 1, 14336: 6, 7168: 10, 5632: 8, 2816: 6}
+    assert any("NAS blocks" in n for n in res.notes)
+    # a layer whose attention is skipped costs less than one that keeps it
+    full = Scenario(model="llama-3.3-70b" if "llama-3.3-70b" in model_presets()
+                    else "llama-3.1-70b", tp=8, batch=8, draft_len=3, mechanism="eagle3")
+    nas = _mamba_scenario(NAS_49B, tp=8)
+    t_full = total(scenario_model(full).verify(8.0, 1.0, 8192.0, 8.0))
+    t_nas = total(scenario_model(nas).verify(8.0, 1.0, 8192.0, 8.0))
+    assert float(t_nas) < float(t_full)
+
+
+def test_hybrid_and_nas_configs_name_bad_fields(tmp_path):
+    nano = json.loads(SHIPPED[NEMOTRON_NANO].read_text(encoding="utf-8"))
+    res = parse_config(json.dumps({**nano, "hybrid_override_pattern": "MEX*"}))
+    assert not res.ok and res.problems[0].field == "hybrid_override_pattern"
+    res = parse_config(json.dumps({**nano, "mamba_num_heads": "many"}))
+    assert not res.ok and res.problems[0].field == "mamba_num_heads"
+    nas = json.loads(SHIPPED[NAS_49B].read_text(encoding="utf-8"))
+    blocks = list(nas["block_configs"])
+    blocks[3] = {**blocks[3], "ffn": {**blocks[3]["ffn"], "ffn_mult": "big"}}
+    res = parse_config(json.dumps({**nas, "block_configs": blocks}))
+    assert not res.ok and res.problems[0].field == "block_configs[3].ffn.ffn_mult"
