@@ -22,6 +22,8 @@ from pydantic import ValidationError
 
 from explorer.base.errors import ScenarioError
 from explorer.presets import preset_table, sample_curves
+from explorer.specs.architecture import DrafterSpec, ModelSpec
+from explorer.specs.compact import pack, unpack
 from explorer.specs.scenario import Acceptance, MeasuredCurve, Scenario
 from explorer.specs.settings import (
     SETTING_OF_FIELD,
@@ -43,6 +45,7 @@ VIEWS: tuple[str, ...] = ("surface", "tiles", "gemm", "al", "pareto", "time", "m
                           "sources", "export")
 DEFAULT_VIEW = "surface"
 MAX_PARAM_CHARS = 200
+CUSTOM_MODEL_KEY, CUSTOM_DRAFTER_KEY = "cm", "cd"  # packed specs (explorer/specs/compact.py)
 VIEW_ONLY_KEYS: tuple[str, ...] = tuple(s.key for s in SETTINGS if s.field is None)
 
 
@@ -288,7 +291,27 @@ def scenario_from_view(values: Mapping[str, Any], uploaded: MeasuredCurve | None
     """The scenario a view describes (raises pydantic's ValidationError where it rejects it)."""
     fields = {s.field: s.to_field(values.get(s.key, s.default)) for s in SETTINGS if s.field}
     return Scenario.model_validate(
-        {**fields, "acceptance": acceptance_from_view(values, uploaded)})
+        {**fields, **custom_from_view(values),
+         "acceptance": acceptance_from_view(values, uploaded)})
+
+
+def custom_from_view(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The view's packed custom model (`cm`: the target, its slug the model) and drafter
+    (`cd`) as Scenario fields; decode() has checked them, so a bad one here raises."""
+    out: dict[str, Any] = {}
+    if values.get(CUSTOM_MODEL_KEY):
+        model = unpack(str(values[CUSTOM_MODEL_KEY]), ModelSpec)
+        out.update(custom_model=model, model=model.slug)
+    if values.get(CUSTOM_DRAFTER_KEY):
+        out["custom_drafter"] = unpack(str(values[CUSTOM_DRAFTER_KEY]), DrafterSpec)
+    return out
+
+
+def view_of_custom(scenario: Scenario) -> dict[str, str]:
+    """A scenario's custom model and drafter as the view's packed values."""
+    return {CUSTOM_MODEL_KEY: pack(scenario.custom_model) if scenario.custom_model else "",
+            CUSTOM_DRAFTER_KEY: pack(scenario.custom_drafter) if scenario.custom_drafter
+            else ""}
 
 
 def _settle(values: Mapping[str, Any], uploaded: MeasuredCurve | None = None
@@ -331,6 +354,9 @@ def view_of_scenario(scenario: Scenario, **view_only: Scalar | None) -> dict[str
     view = {p.key: p.default for p in PARAMS}
     view.update({s.key: s.to_view(getattr(scenario, s.field)) for s in SETTINGS if s.field})
     view.update(view_of_acceptance(scenario.acceptance, scenario.mechanism))
+    view.update(view_of_custom(scenario))
+    if scenario.custom_model is not None:  # its slug is no preset: `cm` sets the model
+        view["m"] = PARAM_BY_KEY["m"].default
     for key, value in view_only.items():
         if key not in VIEW_ONLY_KEYS:
             raise TypeError(f"view_of_scenario: '{key}' is not a view-only setting")
