@@ -687,21 +687,34 @@ def _drafter(kind: Literal["eagle3", "dflash", "dspark"], cfg: Mapping[str, Any]
     layers = r.num("num_hidden_layers", lo=1, hi=MAX_LAYERS, default=1)
     vocab = r.num("draft_vocab_size", lo=1, hi=MAX_VOCAB)
     block = r.num("block_size", lo=1, hi=1024)
-    r.num("hidden_size", lo=1, hi=MAX_HIDDEN)  # checked; the head runs at the target's dims
+    # The head's own shapes (each None where the config does not give it: the target's).
+    dims = {"hidden": r.num("hidden_size", lo=1, hi=MAX_HIDDEN),
+            "intermediate": r.num("intermediate_size", lo=1, hi=MAX_FFN),
+            "q_heads": r.num("num_attention_heads", lo=1, hi=MAX_HEADS),
+            "kv_heads": r.num("num_key_value_heads", lo=1, hi=MAX_HEADS),
+            "head_dim": r.num("head_dim", lo=1, hi=MAX_HEAD_DIM)}
+    if dims["q_heads"] and dims["kv_heads"] and dims["q_heads"] % dims["kv_heads"]:
+        col.error(f"num_attention_heads {dims['q_heads']} is not a multiple of "
+                  f"num_key_value_heads {dims['kv_heads']}", field="num_key_value_heads")
+    if dims["head_dim"] is None and dims["hidden"] and dims["q_heads"] \
+            and dims["hidden"] % dims["q_heads"] == 0:
+        dims["head_dim"] = dims["hidden"] // dims["q_heads"]
+    shape = ", ".join(f"{k} {v}" for k, v in dims.items() if v is not None)
     if kind == "eagle3" and vocab is None:
         vocab = r.num("vocab_size", lo=1, hi=MAX_VOCAB)
     if kind != "eagle3":
         vocab = None  # block drafters share the target's LM head
-        notes.append(f"{kind}: {layers} layer(s) at the target's dims, the target's vocabulary"
+        notes.append(f"{kind}: {layers} layer(s) at {shape or 'the target dims'} (the rest "
+                     "the target's), the target's vocabulary"
                      + (f"; block_size {block} (D ≤ {block - 1} per round)" if block else ""))
     else:
-        notes.append(f"EAGLE-3 head: {layers} layer(s) at the target's dims, draft vocabulary "
-                     f"{vocab}")
+        notes.append(f"EAGLE-3 head: {layers} layer(s) at {shape or 'the target dims'} (the "
+                     f"rest the target's), draft vocabulary {vocab}")
     if col.has_errors:
         return None
     try:
         return DrafterSpec(kind=kind, name=label, draft_layers=layers, draft_vocab=vocab,
-                           block_size=block, source=source, notes=tuple(notes))
+                           block_size=block, source=source, notes=tuple(notes), **dims)
     except ValidationError as exc:
         col.error(f"not a valid drafter: {validation_message(exc)}")
         return None

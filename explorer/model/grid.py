@@ -84,6 +84,10 @@ class ScenarioModel:
             if resolved.draft_model is not None
             else None
         )
+        # A drafter head with its own shapes (config.json) runs as its own dense model.
+        self.head = (LayerModel(hw, resolved.head, sc.tp, sc.dtype, sc.kv_dtype,
+                                self.kernel_corrections, self.tables, sc.moe_dtype)
+                     if resolved.head is not None else self.target)
         self.step_correction: StepCorrection | None = None
         if sc.measured_steps is not None:
             self.step_correction = StepCorrection(sc.measured_steps, self._model_step)
@@ -224,9 +228,11 @@ class ScenarioModel:
         scale = 1.0
         if self.r.scenario.rho is not None and self.rho_native > 0:
             scale = self.r.scenario.rho / self.rho_native
+        # a head of its own shape has its own G (a G override reshapes the target)
+        head_group = group if self.head is self.target else self.head.model.group_size
         out = draft_time(
-            self.target, self.draft_layer_model, self.r.mechanism, batch, draft_len, context,
-            group, layer_scale=scale,
+            self.head, self.draft_layer_model, self.r.mechanism, batch, draft_len, context,
+            head_group, layer_scale=scale,
             tokens_of=lambda bb, ww: graph_shape(self.engine, bb, ww)[0],
         )
         b = np.asarray(batch, dtype=np.float64)
@@ -262,7 +268,7 @@ class ScenarioModel:
                 draft_w = np.asarray(dm.param_count() * bw / sc.tp)
                 draft_kv = self._kv_bytes(self.draft_layer_model, b, s, dm.group_size, dm.layers)
             elif mech.draft_layers:
-                m = r.model
+                m = self.head.model
                 if mech.uses_target_mtp_layers and m.mtp_params_b is not None:
                     # the checkpoint's MTP modules (embedding and head shared with the target)
                     draft_w = np.asarray(m.mtp_params_b * 1e9 * bw / sc.tp)
@@ -275,7 +281,8 @@ class ScenarioModel:
                     draft_w = np.asarray(
                         (mech.draft_layers * per_layer + vocab * m.hidden) * bw / sc.tp
                     )
-                draft_kv = self._kv_bytes(self.target, b, s, g, float(mech.draft_layers))
+                head_g = g if self.head is self.target else m.group_size
+                draft_kv = self._kv_bytes(self.head, b, s, head_g, float(mech.draft_layers))
         return np.asarray(draft_w + draft_kv, dtype=np.float64)
 
     @staticmethod

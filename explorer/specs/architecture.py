@@ -227,6 +227,13 @@ class DrafterSpec(BaseModel):
     draft_layers: int | None = Field(default=None, ge=0, le=1000)
     draft_vocab: int | None = Field(default=None, ge=1)
     block_size: int | None = Field(default=None, ge=1, le=1024)
+    # A head's own shapes where its config gives them (None: the target's): T_draft follows
+    # them (explorer/model/resolve.py head_model).
+    hidden: int | None = Field(default=None, ge=1)
+    intermediate: int | None = Field(default=None, ge=1)
+    q_heads: int | None = Field(default=None, ge=1)
+    kv_heads: int | None = Field(default=None, ge=1)
+    head_dim: int | None = Field(default=None, ge=1)
     model: ModelSpec | None = None
     source: str = ""
     notes: tuple[str, ...] = ()

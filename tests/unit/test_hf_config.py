@@ -248,7 +248,7 @@ def test_sliding_windows_and_unpriced_layers_are_named():
 
 def _drafter_scenario(path: Path | None, mechanism: str) -> Scenario:
     drafter = read_config_file(path, drafter=True).drafter if path else None
-    target = "qwen3-4b" if mechanism == "dflash" else "llama-3.1-8b"
+    target = "qwen3-8b" if mechanism == "dflash" else "llama-3.1-8b"  # the samples' targets
     return Scenario(model=target, mechanism=mechanism, tp=1, batch=8, draft_len=7 if
                     mechanism == "dflash" else 3, custom_drafter=drafter)
 
@@ -324,7 +324,7 @@ def test_a_model_config_as_drafter_is_an_external_draft_model():
 
 
 def test_the_cli_draft_config_sets_the_mechanism():
-    common = ("--hardware", "h200", "--model", "qwen3-4b", "--tp", "1", "--batch", "8",
+    common = ("--hardware", "h200", "--model", "qwen3-8b", "--tp", "1", "--batch", "8",
               "--draft-len", "7", "--json")
     code, out, err = run("evaluate", "--draft-config",
                          str(HF_SAMPLES / "dflash_qwen3_8b_config.json"), *common)
@@ -439,3 +439,47 @@ def test_hybrid_and_nas_configs_name_bad_fields(tmp_path):
     blocks[3] = {**blocks[3], "ffn": {**blocks[3]["ffn"], "ffn_mult": "big"}}
     res = parse_config(json.dumps({**nas, "block_configs": blocks}))
     assert not res.ok and res.problems[0].field == "block_configs[3].ffn.ffn_mult"
+
+
+def test_a_drafter_configs_own_hidden_size_prices_t_draft(tmp_path):
+    """A head's hidden_size / intermediate_size / heads are its own, not the target's: an
+    EAGLE-3 head twice as wide costs more per layer, its lm_head reads a wider matrix."""
+    sample = HF_SAMPLES / "eagle3_llama3.1_8b_config.json"
+    cfg = json.loads(sample.read_text(encoding="utf-8"))
+    base = _t_draft(_drafter_scenario(sample, "eagle3"))
+    wide_cfg = {**cfg, "hidden_size": 8192, "intermediate_size": 28672,
+                "num_attention_heads": 64}
+    wide_path = _write(tmp_path, wide_cfg, "wide.json")
+    drafter = read_config_file(wide_path, drafter=True).drafter
+    assert drafter is not None
+    assert (drafter.hidden, drafter.intermediate, drafter.q_heads, drafter.kv_heads,
+            drafter.head_dim) == (8192, 28672, 64, 8, 128)
+    wide = _t_draft(_drafter_scenario(wide_path, "eagle3"))
+    # weight bytes per layer grow ~4× (hidden × intermediate), the LM head's 2× (vocab × hidden)
+    assert 2.5 * base["gemm"] < wide["gemm"] < 4.5 * base["gemm"]
+    assert 1.5 * base["lm_head"] < wide["lm_head"] < 2.5 * base["lm_head"]
+    narrow = _t_draft(_drafter_scenario(
+        _write(tmp_path, {**cfg, "intermediate_size": 7168}, "narrow.json"), "eagle3"))
+    assert narrow["gemm"] < base["gemm"]
+    assert narrow["attention"] == pytest.approx(base["attention"])  # same attention shape
+    # the head's memory follows its shapes too
+    grids = [scenario_model(_drafter_scenario(p, "eagle3")) for p in (sample, wide_path)]
+    mem = [float(g.draft_memory_bytes(8.0, 8192.0, g.r.group)) for g in grids]
+    assert mem[1] > 2 * mem[0]
+
+
+def test_a_dflash_block_size_sets_the_largest_d(tmp_path):
+    sample = HF_SAMPLES / "dflash_qwen3_8b_config.json"
+    cfg = json.loads(sample.read_text(encoding="utf-8"))
+    preset = scenario_model(_drafter_scenario(None, "dflash")).r.mechanism
+    sixteen = scenario_model(_drafter_scenario(sample, "dflash")).r.mechanism
+    assert preset.max_draft_len == 7
+    assert sixteen.max_draft_len == 15  # block_size 16: the anchor and 15 drafted tokens
+    four = scenario_model(_drafter_scenario(
+        _write(tmp_path, {**cfg, "block_size": 4}, "four.json"), "dflash")).r.mechanism
+    assert (four.max_draft_len, four.default_draft_len) == (3, 3)
+    # a narrower DFlash drafter (half the FFN) drafts faster
+    half = _t_draft(_drafter_scenario(
+        _write(tmp_path, {**cfg, "intermediate_size": 6144}, "half.json"), "dflash"))
+    full = _t_draft(_drafter_scenario(sample, "dflash"))
+    assert half["gemm"] < full["gemm"] and half["lm_head"] == pytest.approx(full["lm_head"])
