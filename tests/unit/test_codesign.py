@@ -104,7 +104,31 @@ def test_the_heatmap_has_one_cell_per_design_labelled_with_its_d():
     z = np.asarray(fig.data[0].z, dtype=float)
     assert z.shape == (2, 2) and np.isfinite(z).all()
     row = df[(df["group"] == 8) & (df["layers"] == 80)].iloc[0]
-    expected = row["best_speedup"] if row["fits_in_memory"] else row["speed_best_speedup"]
-    assert z[1, 1] == pytest.approx(expected)
+    assert bool(row["fits_in_memory"])
+    assert z[1, 1] == pytest.approx(row["best_speedup"])
     assert all("D=" in t for t in np.asarray(fig.data[0].text).ravel())
+    assert len(fig.data) == 1  # every design fits: no grey trace
     assert fig.layout.xaxis.type == "category" and fig.layout.yaxis.type == "category"
+
+
+def test_a_design_that_does_not_fit_is_a_grey_labelled_cell_outside_the_colour_scale():
+    from explorer.ui.codesign_figures import NO_FIT_GREY, NO_FIT_NAME
+
+    df = codesign(SC, {"group": [8], "layers": [40, 200]})
+    fits = dict(zip(df["layers"], df["fits_in_memory"], strict=True))
+    assert fits == {40: True, 200: False}  # 70B at 200 layers is ~350 GB over 2 GPUs
+    fig = best_speedup_heatmap(df)
+    assert len(fig.data) == 2
+    coloured, grey = fig.data
+    z, g = np.asarray(coloured.z, dtype=float), np.asarray(grey.z, dtype=float)
+    # rows are layers 40, 200: the coloured trace has only the fitting design, the grey one
+    # only the other, with its speed-only best and the label
+    assert np.isfinite(z[0, 0]) and np.isnan(z[1, 0])
+    assert np.isnan(g[0, 0]) and np.isfinite(g[1, 0])
+    row = df[df["layers"] == 200].iloc[0]
+    assert g[1, 0] == pytest.approx(row["speed_best_speedup"])
+    assert "(no fit)" in grey.text[1][0] and f"D={int(row['speed_best_draft_len'])}" in \
+        grey.text[1][0]
+    assert grey.name == NO_FIT_NAME and grey.showscale is False
+    assert {c for _, c in grey.colorscale} == {NO_FIT_GREY}
+    assert "(no fit)" not in " ".join(np.asarray(coloured.text).ravel())
