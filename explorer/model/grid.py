@@ -84,10 +84,13 @@ class ScenarioModel:
             if resolved.draft_model is not None
             else None
         )
-        # A drafter head with its own shapes (config.json) runs as its own dense model.
-        self.head = (LayerModel(hw, resolved.head, sc.tp, sc.dtype, sc.kv_dtype,
+        # A drafter head with its own shapes (config.json) runs as its own dense model (with
+        # its own G); a head at a hybrid target's dims is made of attention + MLP layers.
+        self.head_own_shape = resolved.head is not None
+        head_spec = resolved.head or resolved.model.uniform_layers()
+        self.head = (LayerModel(hw, head_spec, sc.tp, sc.dtype, sc.kv_dtype,
                                 self.kernel_corrections, self.tables, sc.moe_dtype)
-                     if resolved.head is not None else self.target)
+                     if head_spec is not resolved.model else self.target)
         self.step_correction: StepCorrection | None = None
         if sc.measured_steps is not None:
             self.step_correction = StepCorrection(sc.measured_steps, self._model_step)
@@ -229,7 +232,7 @@ class ScenarioModel:
         if self.r.scenario.rho is not None and self.rho_native > 0:
             scale = self.r.scenario.rho / self.rho_native
         # a head of its own shape has its own G (a G override reshapes the target)
-        head_group = group if self.head is self.target else self.head.model.group_size
+        head_group = self.head.model.group_size if self.head_own_shape else group
         out = draft_time(
             self.head, self.draft_layer_model, self.r.mechanism, batch, draft_len, context,
             head_group, layer_scale=scale,
@@ -281,7 +284,7 @@ class ScenarioModel:
                     draft_w = np.asarray(
                         (mech.draft_layers * per_layer + vocab * m.hidden) * bw / sc.tp
                     )
-                head_g = g if self.head is self.target else m.group_size
+                head_g = m.group_size if self.head_own_shape else g
                 draft_kv = self._kv_bytes(self.head, b, s, head_g, float(mech.draft_layers))
         return np.asarray(draft_w + draft_kv, dtype=np.float64)
 

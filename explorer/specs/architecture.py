@@ -144,6 +144,21 @@ class ModelSpec(BaseModel):
         dense = self.n_mlp_layers - self.moe_layers
         return ((dense, self.ffn_intermediate),) if dense and self.ffn_intermediate else ()
 
+    @property
+    def has_layer_groups(self) -> bool:
+        return (self.attention_layers is not None or self.mlp_layers is not None
+                or bool(self.ffn_groups) or self.linear_blocks > 0 or self.mamba_layers > 0)
+
+    def uniform_layers(self) -> ModelSpec:
+        """This model with every layer attention + MLP at its main shapes: what a draft head at
+        the target's dims is made of (a hybrid's MTP/EAGLE layer is an attention layer)."""
+        if not self.has_layer_groups:
+            return self
+        return self.model_copy(update={
+            "attention_layers": None, "mlp_layers": None, "ffn_groups": (), "linear_blocks": 0,
+            "mamba_layers": 0, "mamba": None,
+            "first_dense_layers": self.first_dense_layers if self.is_moe else 0})
+
     def with_layers(self, layers: int) -> dict[str, object]:
         """The layer-count fields of this model at `layers` layers, every group scaled."""
         f = layers / self.layers

@@ -483,3 +483,15 @@ def test_a_dflash_block_size_sets_the_largest_d(tmp_path):
         _write(tmp_path, {**cfg, "intermediate_size": 6144}, "half.json"), "dflash"))
     full = _t_draft(_drafter_scenario(sample, "dflash"))
     assert half["gemm"] < full["gemm"] and half["lm_head"] == pytest.approx(full["lm_head"])
+
+
+def test_a_head_at_a_hybrid_targets_dims_is_an_attention_layer():
+    """An EAGLE-3 head on Nemotron-H: its layer has attention (a KV cache growing with the
+    context) and no Mamba state, whatever share of the target's layers are attention."""
+    grid = scenario_model(_mamba_scenario(NEMOTRON_NANO))
+    m = grid.r.model
+    assert grid.head.model.mamba is None and grid.head.model.n_attention_layers == 1 * \
+        grid.head.model.layers
+    mem = {s: float(grid.draft_memory_bytes(8.0, s, m.group_size)) for s in (0.0, 1000.0)}
+    per_token = 2 * m.kv_heads * m.head_dim * 2  # K and V, bf16, one layer
+    assert mem[1000.0] - mem[0.0] == pytest.approx(8 * 1000 * per_token)
