@@ -4,9 +4,11 @@ DrafterSpec.
 The config is data: nothing in it is executed (`auto_map`, `trust_remote_code` and remote code
 are ignored). Fields are read by name across the families that spell them differently (Llama,
 Qwen2/3, Qwen3-MoE, Qwen3.5, DeepSeek-V3/V3.2/V4, GLM, Kimi, gpt-oss, Gemma, Mistral/Mixtral,
-MiniMax, Llama-4, Step, MiMo); a multimodal config's `text_config` is the model. What the cost
-model does not price as the config says (linear attention, sparse attention, per-layer dims) is
-listed in `notes` with how it is priced — or the config is refused with the reason.
+MiniMax, Llama-4, Step, MiMo, Nemotron-H, DeciLM); a multimodal config's `text_config` is the
+model. Hybrid and NAS models (Nemotron-H's `hybrid_override_pattern`, DeciLM's `block_configs`)
+become ModelSpec's layer groups. What the cost model does not price as the config says (linear
+attention, sparse attention, Mamba-2 state updates) is listed in `notes` with how it is priced —
+or the config is refused with the reason.
 
 One contract with the other parsers: a config is refused with every problem named by field, or
 the spec it gives is valid for everything downstream.
@@ -676,7 +678,11 @@ def parse_config(text: str, *, name: str = "", quant_text: str | None = None,
     return HfModelConfig(
         summary=f"{label}: {model.layers} layers, {model.param_count() / 1e9:.1f}B parameters"
         + (f", {model.n_routed_experts} experts top-{model.experts_per_tok}" if model.is_moe
-           else ""),
+           else "")
+        + (f" ({model.mamba_layers} Mamba-2, {model.n_attention_layers} attention)"
+           if model.mamba_layers else "")
+        + (f" ({model.n_attention_layers} with attention, {len(model.ffn_groups)} FFN widths)"
+           if model.ffn_groups else ""),
         model=model, weights_dtype=weights, kv_dtype=kv, notes=tuple(notes),
         problems=col.problems())
 
