@@ -193,7 +193,8 @@ class ScenarioModel:
                                       include_step_overhead=False, tokens=tokens)
         return apply_engine_profile(
             self.engine, forward, self.r.hardware,
-            eager_kernels=np.where(eager, self.r.layers * KERNELS_PER_LAYER, 0.0),
+            eager_kernels=np.where(
+                eager, self.r.layers * self.r.model.blocks_per_layer * KERNELS_PER_LAYER, 0.0),
             sampled_tokens=np.asarray(batch, dtype=np.float64) * np.asarray(width, np.float64),
             vocab=self.r.model.vocab, step_overhead_s=self.step_overhead_s)
 

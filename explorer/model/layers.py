@@ -292,8 +292,10 @@ class LayerModel:
             mamba = m.mamba_layers * scale
             gemm = gemm + mamba * self.mamba_projections(n)
             attention = attention + mamba * self.mamba_scan(b, w)
-        comm = shape + n_layers * self.allreduce(n)
-        overhead = shape + self.layer_launches(n_layers)
+        # a hybrid / NAS layer has fewer blocks than attention + MLP (uniform: factor 1)
+        blocks = n_layers * m.blocks_per_layer
+        comm = shape + blocks * self.allreduce(n)
+        overhead = shape + self.layer_launches(blocks)
         if include_step_overhead:
             overhead = overhead + self.hw.step_overhead_s
         lm = shape + self.lm_head(b * w)

@@ -145,6 +145,15 @@ class ModelSpec(BaseModel):
         return ((dense, self.ffn_intermediate),) if dense and self.ffn_intermediate else ()
 
     @property
+    def blocks_per_layer(self) -> float:
+        """Blocks (attention, MLP/MoE, Mamba-2 mixer, linear) per layer over 2, the uniform
+        transformer's count: a hybrid's layer is one block, a NAS layer may skip one. Each
+        block ends in an all-reduce under TP and launches about half a layer's kernels."""
+        blocks = (self.n_attention_layers + self.n_mlp_layers + self.mamba_layers
+                  + self.linear_blocks)
+        return blocks / (2.0 * self.layers)
+
+    @property
     def has_layer_groups(self) -> bool:
         return (self.attention_layers is not None or self.mlp_layers is not None
                 or bool(self.ffn_groups) or self.linear_blocks > 0 or self.mamba_layers > 0)

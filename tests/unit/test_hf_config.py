@@ -495,3 +495,17 @@ def test_a_head_at_a_hybrid_targets_dims_is_an_attention_layer():
     mem = {s: float(grid.draft_memory_bytes(8.0, s, m.group_size)) for s in (0.0, 1000.0)}
     per_token = 2 * m.kv_heads * m.head_dim * 2  # K and V, bf16, one layer
     assert mem[1000.0] - mem[0.0] == pytest.approx(8 * 1000 * per_token)
+
+
+def test_a_hybrid_layer_is_one_block_one_all_reduce():
+    """Nemotron-H's 52 layers are 52 blocks (a transformer's 52 layers would be 104): half the
+    all-reduces under TP; the NAS model's skipped attention has none."""
+    nano = scenario_model(_mamba_scenario(NEMOTRON_NANO, tp=2))
+    m = nano.r.model
+    per = float(nano.target.allreduce(np.asarray(8.0)))
+    assert float(nano.verify(8.0, 1.0, 8192.0, m.group_size)["communication"]) == \
+        pytest.approx(52 * per / 2)
+    nas = scenario_model(_mamba_scenario(NAS_49B, tp=2))
+    per = float(nas.target.allreduce(np.asarray(8.0)))
+    assert float(nas.verify(8.0, 1.0, 8192.0, 8.0)["communication"]) == \
+        pytest.approx((49 + 80) * per / 2)
