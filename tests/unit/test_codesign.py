@@ -132,3 +132,21 @@ def test_a_design_that_does_not_fit_is_a_grey_labelled_cell_outside_the_colour_s
     assert grey.name == NO_FIT_NAME and grey.showscale is False
     assert {c for _, c in grey.colorscale} == {NO_FIT_GREY}
     assert "(no fit)" not in " ".join(np.asarray(coloured.text).ravel())
+
+
+def test_a_hybrid_target_keeps_its_layer_mix_when_its_depth_varies():
+    from explorer.measured.hf_config import read_shipped, shipped_config_paths
+
+    path = next(p for p in shipped_config_paths() if "Nemotron-H-56B" in p.name)
+    base = read_shipped(path).model
+    assert base is not None and base.mamba is not None
+    half = design_model(base, {"layers": 59})
+    assert (half.layers, half.n_attention_layers, half.mamba_layers, half.n_mlp_layers) == \
+        (59, 5, 27, 27)
+    assert half.mamba == base.mamba
+    emb = 2 * base.vocab * base.hidden  # untied embedding and LM head stay
+    assert half.param_count() - emb == pytest.approx((base.param_count() - emb) / 2, rel=0.03)
+    sc = Scenario(model=base.slug, custom_model=base, tp=8, batch=16, context=8192)
+    df = codesign(sc, {"layers": [59, 118]})
+    assert df["best_speedup"].notna().all()
+    assert df["kv_bytes_per_token"].iloc[1] == pytest.approx(2 * df["kv_bytes_per_token"].iloc[0])

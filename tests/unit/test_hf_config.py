@@ -58,6 +58,9 @@ PUBLISHED_TOTAL_B = {
     NEMOTRON_H_56B: 56.0,
     # huggingface.co/nvidia/Llama-3_3-Nemotron-Super-49B-v1: "49B" (its name and card)
     NAS_49B: 49.0,
+    # the totals in the names (A12B / A55B: the active parameters)
+    "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8": 120.0,
+    "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": 550.0,
 }
 
 
