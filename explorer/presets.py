@@ -277,6 +277,8 @@ def engine_profiles() -> dict[str, EngineProfile]:
             pads_to_capture=val("cuda_graph_padding") == "1",
             eager_launch_s=float(val("eager_launch_us")) * 1e-6,
             sampler_bytes_per_logit=float(val("sampler_bytes_per_logit")),
+            rejection_sampler_bytes_per_logit=float(val("rejection_sampler_bytes_per_logit")),
+            draft_first_forward=cast(Any, val("draft_first_forward")),
             ngram_no_match=cast(Any, val("ngram_no_match")),
             sources={name: p[name]["source"] for name in ENGINE_PARAMETERS},
             assumptions=tuple(name for name in ENGINE_PARAMETERS

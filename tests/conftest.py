@@ -2,17 +2,20 @@
 
 Each test folder is a kind, and its tests carry that kind's marker (unit, property, app,
 browser, system); `slow` marks what takes more than a few seconds. The quick loop is
-`pytest -m "not browser and not slow"`.
+`pytest -m "not browser and not slow"`; it spreads over the machine's cores (pytest-xdist)
+unless `-n` is given (`-n 0`: one process).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.paths import ARTIFACTS
+from tests.support.quick_loop import is_quick_loop
 from tests.support.server import app_env, free_port, start_server, stop_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -23,6 +26,20 @@ CHROMIUM_ARGS = [
 KINDS = ("unit", "property", "app", "browser", "system")
 # the parser fuzz and contract suites feed hundreds of files per format: minutes, not seconds
 SLOW_MODULES = ("test_measured_downstream.py", "test_measured_fuzz.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The quick loop runs in parallel: its ~1,000 in-process tests share nothing but the
+    read-only data, and one process on a 2-core machine spends half the time waiting. The full
+    run (browser and served-app tests, one server, load and fault tests) stays in one process."""
+    if (hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist")
+            or config.option.numprocesses is not None or config.option.collectonly):
+        return
+    cores = os.cpu_count() or 1
+    if cores > 1 and is_quick_loop(config.option.markexpr or ""):
+        config.option.numprocesses = cores
+        config.option.dist = "load"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -33,12 +33,17 @@ def draft_time(
     group: npt.ArrayLike,
     layer_scale: npt.ArrayLike = 1.0,
     tokens_of: Callable[[FloatArray, FloatArray], FloatArray] | None = None,
+    first_forward_width: npt.ArrayLike = 1.0,
 ) -> Breakdown:
     """T_draft(B, D) per component for one speculation round (zero at D = 0).
 
     `layer_scale` multiplies the drafter's layer work: it carries a ρ override. `tokens_of(B, W)`
     gives the tokens a draft forward's GEMMs run on once the engine pads it to a captured
     CUDA-graph size (model/engine_costs.graph_shape); without it, B·W.
+    `first_forward_width`: tokens per request of a chain head's first forward (the engine
+    profile's draft_first_forward: 1 + D where it runs on every scheduled token, else 1); that
+    forward alone applies the fused FC of the target's features and samples B rows, the other
+    D − 1 run on B tokens.
     """
     def pad(bb: FloatArray, ww: FloatArray) -> FloatArray | None:
         return tokens_of(bb, ww) if tokens_of is not None else None
@@ -57,12 +62,18 @@ def draft_time(
                 return {c: shape + np.nan for c in COMPONENTS}
             step = draft_layers_model.forward(b, one, s, include_step_overhead=False,
                                               tokens=pad(b, one))
-        else:
-            step = target_layers.head_layers(
-                b, one, s, g, float(mech.draft_layers), mech.draft_vocab,
-                fused_target_layers=mech.fused_target_layers, tokens=pad(b, one),
-            )
-        return {c: shape + step[c] * d * scale for c in COMPONENTS}
+            return {c: shape + step[c] * d * scale for c in COMPONENTS}
+        w1 = np.broadcast_to(_f(first_forward_width), np.broadcast_shapes(b.shape, d.shape))
+        first = target_layers.head_layers(
+            b, w1, s, g, float(mech.draft_layers), mech.draft_vocab,
+            fused_target_layers=mech.fused_target_layers, tokens=pad(b, w1), logit_rows=b,
+        )
+        later = target_layers.head_layers(
+            b, one, s, g, float(mech.draft_layers), mech.draft_vocab, tokens=pad(b, one),
+        )
+        n_first, n_later = np.where(d > 0, 1.0, 0.0), np.maximum(d - 1.0, 0.0)
+        return {c: shape + (first[c] * n_first + later[c] * n_later) * scale
+                for c in COMPONENTS}
     # Block drafters: one pass of draft_layers over the whole block of D tokens.
     layers = float(mech.draft_layers or 0)
     width = np.maximum(d, 1.0)

@@ -7,7 +7,10 @@ forward or to a round of draft forwards:
 - the per-step scheduling/sampling overhead, once per target step;
 - the per-draft-forward fixed overhead, once per draft forward (EAGLE/MTP/external: D forwards;
   DFlash: one block pass; DSpark: the block pass + D serial head steps; n-gram: none);
-- the sampler's pass over every verified token's logits (memory-bound);
+- the sampler's passes over the logits: one row per request (a plain decode token or the bonus
+  token) at `sampler_bytes_per_logit`, and the rejection sampler's over the B·D draft-position
+  rows at `rejection_sampler_bytes_per_logit` (memory-bound; vLLM's passes are cited in
+  data/engines.csv);
 - an eager step's launches: each kernel costs the eager launch instead of the graph replay.
 """
 
@@ -58,21 +61,24 @@ def apply_engine_profile(
     eager_kernels: npt.ArrayLike = 0.0,
     draft_forwards: npt.ArrayLike = 0.0,
     sampled_tokens: npt.ArrayLike = 0.0,
+    rejection_rows: npt.ArrayLike = 0.0,
     vocab: int = 0,
     step_overhead_s: float = 0.0,
 ) -> Breakdown:
     """The forward's breakdown with the engine's costs added to its `overhead`.
 
     `eager_kernels` counts the kernels that launch without a graph (0 where the step replays
-    one; each already pays the graph launch latency in the forward); `sampled_tokens` the
-    verified tokens
-    whose `vocab` logits the sampler reads; `step_overhead_s` is charged once (a target step).
+    one; each already pays the graph launch latency in the forward); `sampled_tokens` the rows
+    whose `vocab` logits the sampler samples (one per request) and `rejection_rows` the
+    draft-position rows the rejection sampler passes over; `step_overhead_s` is charged once
+    (a target step).
     """
     launches = (np.asarray(eager_kernels, dtype=np.float64)
                 * max(profile.eager_launch_s - hw.launch_latency_s, 0.0))
-    sampler = (np.asarray(sampled_tokens, dtype=np.float64) * vocab
-               * profile.sampler_bytes_per_logit
-               / (hw.hbm_bw_bytes_per_s * hw.gemm_memory_efficiency))
+    sampler = ((np.asarray(sampled_tokens, dtype=np.float64) * profile.sampler_bytes_per_logit
+                + np.asarray(rejection_rows, dtype=np.float64)
+                * profile.rejection_sampler_bytes_per_logit)
+               * vocab / (hw.hbm_bw_bytes_per_s * hw.gemm_memory_efficiency))
     extra = (step_overhead_s + launches + sampler
              + np.asarray(draft_forwards, dtype=np.float64) * profile.draft_forward_overhead_s)
     out = dict(forward)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TypeVar
 
 import numpy as np
@@ -105,13 +105,33 @@ class ScenarioModel:
         return verify + total(self.draft(batch, draft_len, sc.context, g))
 
     def verify_width(self, draft_len: npt.ArrayLike) -> FloatArray:
-        """W per sequence: 1 + D for a chain; a tree verifies its W ≥ 1+D tokens; 1 at D = 0."""
+        """W per sequence: 1 + D for a chain; a tree verifies its W ≥ 1+D tokens; 1 at D = 0.
+        An n-gram request without a match verifies one token where the engine schedules it as
+        a plain decode (ngram_no_match = one): the mean is 1 + m·D, m the share with a match."""
         d = np.asarray(draft_len, dtype=np.float64)
         width = 1.0 + d
+        if self.r.mechanism.draft_style == "lookup" and self.engine.ngram_no_match == "one":
+            width = 1.0 + self.ngram_match_share * d
         tree = self.r.scenario.verify_width
         if tree is not None:
             width = np.where(d > 0, np.maximum(width, float(tree)), 1.0)
         return np.asarray(width, dtype=np.float64)
+
+    @cached_property
+    def ngram_match_share(self) -> float:
+        """m, the share of n-gram requests whose lookup finds a match, read off the AL curve.
+
+        Only a request with a match can accept a token. If a match's tokens are accepted at a
+        rate a that does not depend on the position (the mixture assumption), P(≥1 accepted) =
+        m·a and P(≥2) = m·a², so m = (AL(1) − 1)² / (AL(2) − AL(1)), at least AL(1) − 1 and at
+        most 1. A curve whose conditional rate is the same at every position (the preset
+        prior's shape, i.i.d.) gives m = 1: every request verifies the full width. A fixed AL
+        has no shape: m = 1 (an assumption, shown with the engine's sources)."""
+        al = self.acceptance(np.array([1.0, 2.0])).acceptance_length
+        p1, p2 = float(al[0]) - 1.0, float(al[1]) - float(al[0])
+        if not (np.isfinite(p1) and np.isfinite(p2)) or p1 <= 0.0 or p2 <= 0.0:
+            return 1.0
+        return float(np.clip(p1 * p1 / p2, p1, 1.0))
 
     def measured_sources(self) -> str:
         """Which measured timings replace the model here, for the provenance of each number."""
@@ -150,6 +170,11 @@ class ScenarioModel:
         ov = self.r.scenario.hardware_overrides
         if ov is not None and ov.step_overhead_s is not None:
             text += f"; the step overhead is overridden: {ov.step_overhead_s * 1e6:.0f} µs"
+        if self.r.mechanism.draft_style == "lookup" and e.ngram_no_match == "one":
+            text += (f"; n-gram requests with a match: {self.ngram_match_share:.0%} (read off the"
+                     " AL curve's first two positions, assuming a match's tokens are accepted at"
+                     " one rate; 100% where the curve gives no sign of unmatched requests), so "
+                     "a step verifies 1 + m·D tokens per request on average")
         cited = "; ".join(f"{k}: {v}" for k, v in e.sources.items()
                           if k not in e.assumptions and v)
         return f"{text} — sources: {cited} (data/engines.csv)"
@@ -195,14 +220,17 @@ class ScenarioModel:
             self.engine, forward, self.r.hardware,
             eager_kernels=np.where(
                 eager, self.r.layers * self.r.model.blocks_per_layer * KERNELS_PER_LAYER, 0.0),
-            sampled_tokens=np.asarray(batch, dtype=np.float64) * np.asarray(width, np.float64),
+            sampled_tokens=np.asarray(batch, dtype=np.float64),
+            rejection_rows=np.asarray(batch, dtype=np.float64)
+            * (np.asarray(width, dtype=np.float64) - 1.0),
             vocab=self.r.model.vocab, step_overhead_s=self.step_overhead_s)
 
     def _draft_engine_costs(self, batch: FloatArray,
                             draft_len: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """(draft forwards, kernels launched eager) of one round: EAGLE/MTP/external D forwards
-        of width 1; DFlash one block pass of width D; DSpark the block pass and D serial head
-        steps; n-gram none (a lookup)."""
+        """(draft forwards, kernels launched eager) of one round: EAGLE/MTP D forwards, the
+        first on the engine's first-forward width; external D forwards of width 1; DFlash one
+        block pass of width D; DSpark the block pass and D serial head steps; n-gram none (a
+        lookup)."""
         mech, d = self.r.mechanism, draft_len
         zero: FloatArray = np.zeros(np.broadcast_shapes(batch.shape, d.shape))
         if mech.draft_style == "lookup":
@@ -211,7 +239,13 @@ class ScenarioModel:
         if mech.draft_style == "chain":
             layers = native_draft_layers(mech, self.r.model, self.r.draft_model)
             per_forward = max(layers, 1.0) * KERNELS_PER_LAYER
-            return zero + d, zero + np.where(eager1, d * per_forward, 0.0)
+            if mech.draft_layers is None:  # a draft model: D forwards of one token each
+                return zero + d, zero + np.where(eager1, d * per_forward, 0.0)
+            _, eager_first = graph_shape(self.engine, batch, self._first_draft_width(d))
+            later = np.maximum(d - 1.0, 0.0)
+            kernels = (np.where(eager_first & (d > 0), per_forward, 0.0)
+                       + np.where(eager1, later * per_forward, 0.0))
+            return zero + d, zero + kernels
         _, eager_block = graph_shape(self.engine, batch, np.maximum(d, 1.0))
         block_kernels = max(float(mech.draft_layers or 0), 1.0) * KERNELS_PER_LAYER
         forwards: FloatArray = zero + np.where(d > 0, 1.0, 0.0)
@@ -220,6 +254,13 @@ class ScenarioModel:
             forwards = forwards + d
             eager = eager + np.where(eager1, d * KERNELS_PER_LAYER, 0.0)
         return forwards, eager
+
+    def _first_draft_width(self, draft_len: FloatArray) -> FloatArray:
+        """Tokens per request of a draft head's first forward: every token the verify step
+        scheduled (the engine profile's draft_first_forward = scheduled), else one."""
+        if self.engine.draft_first_forward == "scheduled":
+            return self.verify_width(draft_len)
+        return np.ones_like(draft_len)
 
     def draft(self, batch: npt.ArrayLike, draft_len: npt.ArrayLike, context: npt.ArrayLike,
               group: npt.ArrayLike) -> Breakdown:
@@ -238,6 +279,7 @@ class ScenarioModel:
             self.head, self.draft_layer_model, self.r.mechanism, batch, draft_len, context,
             head_group, layer_scale=scale,
             tokens_of=lambda bb, ww: graph_shape(self.engine, bb, ww)[0],
+            first_forward_width=self._first_draft_width(np.asarray(draft_len, np.float64)),
         )
         b = np.asarray(batch, dtype=np.float64)
         d = np.asarray(draft_len, dtype=np.float64)

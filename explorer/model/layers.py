@@ -6,9 +6,13 @@ the point, and the roofline (model/kernels.py).
 
 Every function broadcasts over numpy arrays of batch B, verify width W, context S and group G,
 and returns seconds per component: gemm, attention, moe, communication, overhead, lm_head.
+`overhead` holds the kernel launches and the memory-bound elementwise ops between the GEMMs
+(norms, RoPE, KV-cache write, SiLU·mul), which scale with the tokens of the forward.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +20,7 @@ import numpy.typing as npt
 from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.model.corrections import KernelCorrections
 from explorer.model.kernels import attention_time, gemm_roofline, gemm_time
-from explorer.model.measured_kernels import MeasuredKernels
+from explorer.model.measured_kernels import KernelTally, MeasuredKernels
 from explorer.specs.architecture import ModelSpec
 from explorer.specs.hardware import HardwareSpec
 
@@ -29,6 +33,13 @@ COMPONENTS: tuple[str, ...] = ("gemm", "attention", "moe", "communication", "ove
 KERNELS_PER_LAYER = 9
 # All-reduces per layer under tensor parallelism (after attention and after the MLP).
 ALLREDUCES_PER_LAYER = 2
+# GEMM prices remembered per layer model by their exact inputs: a grid asks the same (m, n, k)
+# for the base and speculative verify and the draft forwards (an EAGLE head has the target's
+# shapes), and again on every rerun. Bounded: cleared when full (a grid's entry is ~17 kB).
+MAX_GEMM_MEMO = 96
+# Activations between the GEMMs are bf16 (vLLM keeps the model dtype; fp8 GEMMs quantize their
+# input inside the GEMM's bytes, model/kernels.py gemm_bytes).
+ACTIVATION_BYTES = 2.0
 
 
 def _f(x: npt.ArrayLike) -> FloatArray:
@@ -47,6 +58,32 @@ def unique_experts(n_tokens: npt.ArrayLike, n_experts: int, top_k: int) -> Float
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** n)
 
 
+# What one evaluation added to a kernel tally: (kind, measured, total, reason of a miss).
+TallyDelta = tuple[tuple[str, int, int, str | None], ...]
+
+
+def _snapshot(tally: KernelTally | None) -> tuple[dict[str, int], dict[str, int]] | None:
+    return None if tally is None else (dict(tally.measured), dict(tally.total))
+
+
+def _delta(tally: KernelTally | None,
+           before: tuple[dict[str, int], dict[str, int]] | None) -> TallyDelta:
+    if tally is None or before is None:
+        return ()
+    measured0, total0 = before
+    return tuple((kind, tally.measured.get(kind, 0) - measured0.get(kind, 0),
+                  tally.total[kind] - total0.get(kind, 0), tally.why_not.get(kind))
+                 for kind in tally.total if tally.total[kind] != total0.get(kind, 0))
+
+
+def _replay(tally: KernelTally, delta: TallyDelta) -> None:
+    for kind, measured, count, reason in delta:
+        tally.measured[kind] = tally.measured.get(kind, 0) + measured
+        tally.total[kind] = tally.total.get(kind, 0) + count
+        if measured < count and reason:
+            tally.why_not[kind] = reason
+
+
 class LayerModel:
     """Per-layer kernel costs of one model on one hardware at a TP degree."""
 
@@ -60,12 +97,38 @@ class LayerModel:
         self.moe_dtype = moe_dtype or dtype
         self.measured = measured
         self.tables = tables
+        # (m, n, k) digest → (time, what the evaluation added to the kernel tally)
+        self._gemm_memo: dict[bytes, tuple[FloatArray, TallyDelta]] = {}
 
     def _upload_used(self, kind: str, t: FloatArray) -> None:
         if self.tables is not None:
             self.tables.tally.add(kind, True, int(t.size))
 
     def _gemm(self, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike) -> FloatArray:
+        """The priced GEMM (see `_gemm_priced`), remembered by its exact inputs; a remembered
+        price adds to the kernel tally what its first evaluation added, so the provenance
+        counts are the same as without the memo. The result is read-only (shared)."""
+        mm, nn, kk = _f(m), _f(n), _f(k)
+        h = hashlib.blake2b(digest_size=16)
+        for a in (mm, nn, kk):
+            h.update(repr(a.shape).encode())
+            h.update(a.tobytes())
+        key = h.digest()
+        hit = self._gemm_memo.get(key)
+        tally = self.tables.tally if self.tables is not None else None
+        if hit is not None:
+            if tally is not None:
+                _replay(tally, hit[1])
+            return hit[0]
+        before = _snapshot(tally)
+        out = np.asarray(self._gemm_priced(mm, nn, kk), dtype=np.float64)
+        out.flags.writeable = False
+        if len(self._gemm_memo) >= MAX_GEMM_MEMO:
+            self._gemm_memo.clear()
+        self._gemm_memo[key] = (out, _delta(tally, before))
+        return out
+
+    def _gemm_priced(self, m: FloatArray, n: FloatArray, k: FloatArray) -> FloatArray:
         """A user's measurement of the same (n, k, dtype) if given, else the package's table
         where it covers (m, n, k), else the roofline."""
         t = gemm_time(self.hw, m, n, k, self.dtype).time_s
@@ -234,6 +297,39 @@ class LayerModel:
         return np.asarray(np.maximum(np.maximum(compute, memory), 2.0 * hw.kernel_floor_s),
                           dtype=np.float64)
 
+    def elementwise_bytes_per_token(self, ffn_per_rank: float) -> float:
+        """HBM bytes one token moves per layer in the memory-bound ops between the GEMMs, as
+        vLLM's Llama layer runs them (vllm/model_executor/models/llama.py @e06c9ba2a6ea923a84add
+        30f5dafaea126429b81 LlamaDecoderLayer.forward; each op reads and writes whole tensors):
+        two fused residual-add + RMSNorms (read x and the residual, write both: 4h each), RoPE
+        in place on q and k (read + write), the KV-cache write (read k, v; write them at the KV
+        dtype) and SiLU·mul (read the 2f gate-up output, write f). Per TP rank; the hidden
+        state is replicated on every rank."""
+        m, a = self.model, ACTIVATION_BYTES
+        b_kv = BYTES_PER_ELEMENT[self.kv_dtype]
+        q_rank = m.q_heads / self.tp
+        if m.attention_kind == "mla":  # RoPE on the rope dims; one latent KV row per token
+            rope = (q_rank + 1.0) * m.qk_rope_dim
+            kv_row = float(m.kv_lora_rank + m.qk_rope_dim)
+        else:
+            kv_rank = max(1.0, m.q_heads / m.group_size / self.tp)
+            rope = (q_rank + kv_rank) * m.head_dim
+            kv_row = 2.0 * kv_rank * m.head_dim
+        norms = 2.0 * 4.0 * m.hidden * a
+        return norms + 2.0 * rope * a + kv_row * (a + b_kv) + 3.0 * ffn_per_rank * a
+
+    def elementwise(self, n: FloatArray, layers: float, moe_layers: float = 0.0,
+                    ffn: float | None = None) -> FloatArray:
+        """Time of the per-token elementwise traffic of `layers` layers over n tokens,
+        memory-bound at the GEMM memory efficiency (their launches are in layer_launches)."""
+        m = self.model
+        dense_ffn = (m.ffn_intermediate if ffn is None else ffn) / self.tp
+        moe_ffn = m.moe_intermediate * (m.experts_per_tok + m.n_shared_experts) / self.tp
+        per_token = ((layers - moe_layers) * self.elementwise_bytes_per_token(dense_ffn)
+                     + moe_layers * self.elementwise_bytes_per_token(moe_ffn))
+        return np.asarray(n * per_token / (self.hw.hbm_bw_bytes_per_s
+                                           * self.hw.gemm_memory_efficiency), dtype=np.float64)
+
     def allreduce(self, n: FloatArray) -> FloatArray:
         if self.tp <= 1:
             return np.zeros_like(n)
@@ -292,10 +388,13 @@ class LayerModel:
             mamba = m.mamba_layers * scale
             gemm = gemm + mamba * self.mamba_projections(n)
             attention = attention + mamba * self.mamba_scan(b, w)
-        # a hybrid / NAS layer has fewer blocks than attention + MLP (uniform: factor 1)
+        # A hybrid / NAS layer has fewer blocks than attention + MLP (the uniform transformer's
+        # factor is exactly 1): all-reduces, launches and elementwise traffic follow the blocks
+        # (a hybrid's elementwise traffic as that many transformer half-layers: an estimate).
         blocks = n_layers * m.blocks_per_layer
         comm = shape + blocks * self.allreduce(n)
-        overhead = shape + self.layer_launches(blocks)
+        overhead = shape + self.layer_launches(blocks) + self.elementwise(
+            n, blocks, min(moe_layers, blocks) if m.is_moe else 0.0)
         if include_step_overhead:
             overhead = overhead + self.hw.step_overhead_s
         lm = shape + self.lm_head(b * w)
@@ -307,9 +406,12 @@ class LayerModel:
     def head_layers(
         self, batch: FloatArray, width: FloatArray, context: FloatArray, group: FloatArray,
         layers: float, vocab: int | None, fused_target_layers: int = 0,
-        tokens: npt.ArrayLike | None = None,
+        tokens: npt.ArrayLike | None = None, logit_rows: npt.ArrayLike | None = None,
     ) -> Breakdown:
         """`layers` layers of the target's dims plus an lm_head: an MTP/EAGLE/DFlash drafter.
+
+        `logit_rows`: the rows the lm_head runs on when not every token's logits are taken (an
+        EAGLE round's first forward runs on B·(1+D) tokens but samples B); default B·W.
 
         Draft heads are dense (an MTP head of an MoE target routes too, but its expert set is
         small: we charge the dense equivalent with the target's active FFN width).
@@ -329,8 +431,9 @@ class LayerModel:
             "attention": shape + layers * self.attention(batch, width, context, group),
             "moe": shape.copy(),
             "communication": shape + layers * self.allreduce(n),
-            "overhead": shape + self.layer_launches(layers),
-            "lm_head": shape + self.lm_head(b_w, vocab),
+            "overhead": shape + self.layer_launches(layers)
+            + self.elementwise(n, layers, ffn=ffn),
+            "lm_head": shape + self.lm_head(b_w if logit_rows is None else _f(logit_rows), vocab),
         }
 
 

@@ -3,7 +3,9 @@
 Per-step scheduling/sampling overhead, a fixed overhead per draft forward, the CUDA-graph capture
 sizes (a step pads up to the next captured size — a staircase — and past the largest, or off the
 list when the engine does not pad, runs eager with a per-kernel launch cost), the sampler's bytes
-per verified logit, and what an n-gram request without a match verifies.
+per logit of a sampled row and the rejection sampler's per logit of a draft-position row, which
+tokens the first draft forward of a round runs on, and what an n-gram request without a match
+verifies.
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ from explorer.base.engines import ServingEngine
 
 CaptureUnit = Literal["tokens", "requests"]
 NgramNoMatch = Literal["one", "full"]
+# The first draft forward of a round runs on every scheduled token of the verify step, B·(1+D)
+# ("scheduled": the rejected ones are padding), or on one token per request ("batch").
+DraftFirstForward = Literal["scheduled", "batch"]
 # The parameters a profile has, in data/engines.csv's `parameter` column.
 ENGINE_PARAMETERS: tuple[str, ...] = (
     "step_overhead_us", "draft_forward_overhead_us", "cuda_graph_sizes", "cuda_graph_padding",
-    "eager_launch_us", "sampler_bytes_per_logit", "ngram_no_match",
+    "eager_launch_us", "sampler_bytes_per_logit", "rejection_sampler_bytes_per_logit",
+    "draft_first_forward", "ngram_no_match",
 )
 
 
@@ -36,7 +42,13 @@ class EngineProfile(BaseModel):
     capture_unit: CaptureUnit
     pads_to_capture: bool
     eager_launch_s: float = Field(ge=0, le=1e-3, description="per-kernel launch without a graph")
-    sampler_bytes_per_logit: float = Field(ge=0, le=64)
+    sampler_bytes_per_logit: float = Field(
+        ge=0, le=64, description="HBM bytes per logit of a row the sampler samples (one per "
+        "request: a plain decode token or the bonus token)")
+    rejection_sampler_bytes_per_logit: float = Field(
+        ge=0, le=128, description="HBM bytes per logit of a draft-position row (B·D per step) "
+        "the rejection sampler passes over")
+    draft_first_forward: DraftFirstForward
     ngram_no_match: NgramNoMatch
     sources: dict[str, str] = Field(default_factory=dict, description="parameter → source")
     assumptions: tuple[str, ...] = Field(default=(), description="parameters without a source")
@@ -55,19 +67,44 @@ class EngineProfile(BaseModel):
     def max_capture(self) -> int:
         return self.capture_sizes[-1]
 
+    def value_text(self, parameter: str) -> str:
+        """One parameter's value as the Presets & sources page shows it ('' if unknown)."""
+        first = ("all B·(1+D) scheduled tokens" if self.draft_first_forward == "scheduled"
+                 else "B tokens")
+        values = {
+            "step_overhead_us": f"{self.step_overhead_s * 1e6:g} µs",
+            "draft_forward_overhead_us": f"{self.draft_forward_overhead_s * 1e6:g} µs",
+            "cuda_graph_sizes": f"{len(self.capture_sizes)} sizes by {self.capture_unit}, "
+                                f"{self.capture_sizes[0]}…{self.max_capture}",
+            "cuda_graph_padding": "pads up" if self.pads_to_capture else "no padding",
+            "eager_launch_us": f"{self.eager_launch_s * 1e6:g} µs per kernel",
+            "sampler_bytes_per_logit": f"{self.sampler_bytes_per_logit:g} B",
+            "rejection_sampler_bytes_per_logit": f"{self.rejection_sampler_bytes_per_logit:g} B",
+            "draft_first_forward": first,
+            "ngram_no_match": "verifies 1 token" if self.ngram_no_match == "one"
+            else "full width",
+        }
+        return values.get(parameter, "")
+
     def describe(self) -> str:
         """One line for the Sources tab: the numbers, each assumption labelled as such."""
         def tag(p: str) -> str:
             return " (assumption)" if p in self.assumptions else ""
         pad = "pads to the next captured size" if self.pads_to_capture else "no padding"
+        first = ("all B·(1+D) scheduled tokens" if self.draft_first_forward == "scheduled"
+                 else "B tokens")
         return (
             f"{self.engine}: step overhead {self.step_overhead_s * 1e6:.0f} µs"
             f"{tag('step_overhead_us')}; {self.draft_forward_overhead_s * 1e6:.0f} µs per draft "
             f"forward{tag('draft_forward_overhead_us')}; CUDA graphs by {self.capture_unit} up to "
             f"{self.max_capture} ({len(self.capture_sizes)} sizes, {pad}){tag('cuda_graph_sizes')}"
             f"; eager past that at {self.eager_launch_s * 1e6:g} µs per kernel"
-            f"{tag('eager_launch_us')}; sampler {self.sampler_bytes_per_logit:g} B per verified "
-            f"logit{tag('sampler_bytes_per_logit')}; n-gram without a match verifies "
+            f"{tag('eager_launch_us')}; sampler {self.sampler_bytes_per_logit:g} B per sampled "
+            f"logit{tag('sampler_bytes_per_logit')}, rejection sampler "
+            f"{self.rejection_sampler_bytes_per_logit:g} B per draft-position logit"
+            f"{tag('rejection_sampler_bytes_per_logit')}; the first draft forward runs on "
+            f"{first}"
+            f"{tag('draft_first_forward')}; n-gram without a match verifies "
             f"{'1 token' if self.ngram_no_match == 'one' else 'the full width'}"
             f"{tag('ngram_no_match')}"
         )

@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 from explorer.analysis.roofline_check import ModelVsMeasured
 from explorer.ui.text import plotly_text
 
+LEGEND_ABOVE_PLOT = {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0.0}
+
 
 def _custom(d: ModelVsMeasured) -> np.ndarray:
     return np.stack([d.m, d.n, d.k, d.residual * 100], axis=1)
@@ -36,7 +38,9 @@ def roofline_vs_measured_figure(d: ModelVsMeasured) -> go.Figure:
     fig.update_layout(
         title=plotly_text(f"Roofline vs measured GEMM: {d.hardware}, {d.engine}, {d.dtype}"),
         xaxis={"title": "measured (µs)", "type": "log"},
-        yaxis={"title": "roofline (µs)", "type": "log"})
+        yaxis={"title": "roofline (µs)", "type": "log"},
+        # The colour bar holds the right edge; a legend there covered its title.
+        legend=LEGEND_ABOVE_PLOT)
     return fig
 
 

@@ -21,7 +21,6 @@ from explorer.presets import (
     mechanism_presets,
     model_presets,
 )
-from explorer.specs.engine import EngineProfile
 from explorer.ui.roofline_figures import roofline_residual_figure, roofline_vs_measured_figure
 from explorer.ui.text import md_text
 
@@ -87,28 +86,25 @@ def render() -> None:
                "override sets one.")
     st.dataframe(pd.DataFrame([{
         "engine": e.engine, "parameter": k,
-        "value": _engine_value(e, k),
+        "value": e.value_text(k),
         "assumption": "yes" if k in e.assumptions else "no", "source": e.sources.get(k, ""),
     } for e in engine_profiles().values() for k in e.sources]), hide_index=True)
-
-
-def _engine_value(e: EngineProfile, parameter: str) -> str:
-    values = {
-        "step_overhead_us": f"{e.step_overhead_s * 1e6:g} µs",
-        "draft_forward_overhead_us": f"{e.draft_forward_overhead_s * 1e6:g} µs",
-        "cuda_graph_sizes": f"{len(e.capture_sizes)} sizes by {e.capture_unit}, "
-                            f"{e.capture_sizes[0]}…{e.max_capture}",
-        "cuda_graph_padding": "pads up" if e.pads_to_capture else "no padding",
-        "eager_launch_us": f"{e.eager_launch_s * 1e6:g} µs per kernel",
-        "sampler_bytes_per_logit": f"{e.sampler_bytes_per_logit:g} B",
-        "ngram_no_match": "verifies 1 token" if e.ngram_no_match == "one" else "full width",
-    }
-    return values.get(parameter, "")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _model_vs_measured(hardware: str, engine: str, dtype: str) -> ModelVsMeasured:
     return model_vs_measured(hardware, engine, dtype)
+
+
+def _cv_table(rows: list[dict[str, str]]) -> pd.DataFrame:
+    """Presets as rows, one column per (kind, dtype): a cell a GPU has no table for says so
+    instead of the frame's missing-value "None"."""
+    table = pd.DataFrame(rows)
+    errors = [c for c in table.columns if c not in ("preset", "note")]
+    table[errors] = table[errors].fillna("no table")
+    if "note" in table.columns:
+        table["note"] = table["note"].fillna("")
+    return table
 
 
 def _roofline_section() -> None:
@@ -141,8 +137,9 @@ def _roofline_section() -> None:
                            else "not held out")
         rows.append(row)
     st.caption("Each hardware preset's cross-validated error (the roofline fitted without it; "
-               "GEMM on serving shapes n, k ≥ 1024):")
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+               "GEMM on serving shapes n, k ≥ 1024; \"no table\": the package measured no "
+               "such kernel on that GPU):")
+    st.dataframe(_cv_table(rows), hide_index=True)
     with_tables = [s for s, sys in SYSTEM_FOR_PRESET.items() if sys is not None]
     c1, c2, c3 = st.columns(3)
     gpu = c1.selectbox("GPU", with_tables, key="roof_gpu")

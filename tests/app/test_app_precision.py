@@ -38,6 +38,9 @@ def test_presets_page_shows_roofline_errors_and_model_vs_measured():
     per_hw = next(f for f in frames if "preset" in f.columns and "GEMM bf16" in f.columns)
     assert per_hw.set_index("preset").loc["h100", "GEMM bf16"].endswith("%")
     assert "mi300x" in set(per_hw["preset"])
+    # Every cell says something: a GPU without a table for a dtype reads "no table", never None.
+    assert not per_hw.isna().any().any()
+    assert per_hw.set_index("preset").loc["a100", "GEMM fp4"] == "no table"
     at.selectbox(key="roof_gpu").set_value("b200").run()
     at.selectbox(key="roof_dtype").set_value("fp4").run()
     assert not at.exception

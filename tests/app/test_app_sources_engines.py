@@ -17,6 +17,9 @@ def test_presets_page_shows_each_engine_parameter_with_its_assumption_label():
     assert "Serving engines" in [s.value for s in at.subheader]
     engines = next(df.value for df in at.dataframe if "engine" in df.value.columns)
     assert set(engines.engine) == {"vllm", "sglang", "trtllm"}
+    assert (engines.value != "").all(), engines[engines.value == ""]  # every parameter shown
+    first = engines[(engines.engine == "vllm") & (engines.parameter == "draft_first_forward")]
+    assert first.value.item() == "all B·(1+D) scheduled tokens"
     row = engines[(engines.engine == "vllm") & (engines.parameter == "draft_forward_overhead_us")]
     assert row.assumption.item() == "yes" and row.value.item() == "200 µs"
     sizes = engines[(engines.engine == "vllm") & (engines.parameter == "cuda_graph_sizes")]

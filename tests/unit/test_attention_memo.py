@@ -27,3 +27,33 @@ def test_remembered_lookups_give_the_fresh_numbers_and_stay_bounded():
     # another context after all that: the warm model answers like a fresh one
     other = scenario_model(Scenario(model="llama-3.1-8b", tp=1)).grid(batches, d, context=32768)
     np.testing.assert_array_equal(warm.grid(batches, d, context=32768).speedup, other.speedup)
+
+
+def test_remembered_gemm_prices_match_a_fresh_model_and_keep_the_provenance_counts():
+    from explorer.model.grid import ScenarioModel
+    from explorer.model.layers import MAX_GEMM_MEMO
+    from explorer.model.resolve import resolve
+
+    batches = np.unique(np.geomspace(1, 4096, 40).round())[:, None]
+    d = np.arange(0, 9)[None, :]
+    sc = Scenario(model="llama-3.1-8b", tp=1, mechanism="eagle3")
+    warm = ScenarioModel(resolve(sc))
+    tally = warm.tables.tally
+    tally.reset()
+    first = warm.grid(batches, d)
+    counted = (dict(tally.measured), dict(tally.total), dict(tally.why_not))
+    tally.reset()
+    again = warm.grid(batches, d)  # every GEMM price from the memo
+    assert (dict(tally.measured), dict(tally.total), dict(tally.why_not)) == counted
+    assert counted[1]["gemm"] > counted[0]["gemm"] > 0  # both sources were used and counted
+    fresh = ScenarioModel(resolve(sc))
+    fresh.target._gemm_memo.clear()
+    for res in (again, fresh.grid(batches, d)):
+        np.testing.assert_array_equal(first.speedup, res.speedup)
+        np.testing.assert_array_equal(first.t_draft_s, res.t_draft_s)
+    assert 0 < len(warm.target._gemm_memo) <= MAX_GEMM_MEMO
+    for ctx in range(MAX_GEMM_MEMO):  # many distinct batches: the memo is cleared, stays bounded
+        warm.grid(batches + ctx, d)
+    assert len(warm.target._gemm_memo) <= MAX_GEMM_MEMO
+    price = next(iter(warm.target._gemm_memo.values()))[0]
+    assert not price.flags.writeable  # shared between callers: read-only

@@ -180,3 +180,14 @@ def test_an_upload_for_another_mechanism_is_not_reused():
     same, _ = build_scenario({**values, "mech": "eagle3"}, curve)
     assert same.acceptance.kind == "curve"
     assert evaluate(same).acceptance_length is not None
+
+
+def test_roofline_legend_is_off_the_right_edge_the_colour_bar_holds():
+    from explorer.analysis.roofline_check import model_vs_measured
+    from explorer.ui.roofline_figures import roofline_vs_measured_figure
+
+    fig = roofline_vs_measured_figure(model_vs_measured("h100", "vllm", "bf16"))
+    assert fig.data[0].marker.colorbar.title.text == "log2 m"
+    legend = fig.layout.legend
+    # Plotly's default legend sits at x ≈ 1.02, on the colour bar's title.
+    assert legend.orientation == "h" and legend.x is not None and legend.x < 0.5

@@ -78,9 +78,12 @@ def test_vllm_pads_tokens_up_to_the_next_captured_size_and_runs_eager_past_512()
     launch = (p.eager_launch_s - m.r.hardware.launch_latency_s) * 32 * KERNELS_PER_LAYER
     o512 = float(m.verify(64.0, 8.0, 1024.0, 4.0)["overhead"])
     o513 = float(m.verify(513.0, 1.0, 1024.0, 4.0)["overhead"])
-    sampler = 1.0 * m.r.model.vocab * p.sampler_bytes_per_logit / (
-        m.r.hardware.hbm_bw_bytes_per_s * m.r.hardware.gemm_memory_efficiency)
-    assert o513 - o512 == pytest.approx(launch + sampler, rel=1e-9)
+    # the sampler: 513 sampled rows vs 64 sampled + 448 draft-position (rejection) rows
+    sampler = (513 - 64) * p.sampler_bytes_per_logit - 448 * p.rejection_sampler_bytes_per_logit
+    sampler *= m.r.model.vocab / (m.r.hardware.hbm_bw_bytes_per_s
+                                  * m.r.hardware.gemm_memory_efficiency)
+    one_token = float(m.target.elementwise(np.float64(1.0), 32.0))  # 513 vs 512 tokens
+    assert o513 - o512 == pytest.approx(launch + sampler + one_token, rel=1e-9)
 
 
 def test_sglang_pads_the_batch_and_trtllm_without_padding_runs_uncaptured_batches_eager():
@@ -218,3 +221,110 @@ def test_best_d_break_even_pareto_recommendation_and_export_follow_the_engine():
     assert p_v[0].tokens_per_s_per_gpu != p_t[0].tokens_per_s_per_gpu  # with speculation
     assert e_v.break_even_batch == f_v.break_even_batch
     assert e_t.break_even_batch == f_t.break_even_batch
+
+
+# -- costs that scale with the verified tokens (issue #10, the step-cost part) ---------------
+def test_llama_8b_moves_180_kb_per_token_and_layer_between_its_gemms():
+    # 2 fused add+RMSNorm (4·4096·2 B each), RoPE on q and k in place (2·(4096+1024)·2 B),
+    # the KV-cache write of k and v (2·1024 · (2 read + 2 written)), SiLU·mul (3·14336·2 B)
+    m = _model()
+    assert m.target.elementwise_bytes_per_token(14336.0) == 65536 + 20480 + 8192 + 86016
+    one = float(m.target.elementwise(np.float64(1.0), 32.0))
+    assert one == pytest.approx(32 * 180224 / (3.35e12 * m.r.hardware.gemm_memory_efficiency))
+    # the target forward's overhead grows by exactly that per token (same padded graph size)
+    f = [float(m.target.forward(n, 1.0, 1024.0, 4.0, include_step_overhead=False)["overhead"])
+         for n in (300.0, 301.0)]
+    assert f[1] - f[0] == pytest.approx(one, rel=1e-9)
+
+
+def test_vllm_rejection_sampler_charges_its_cited_passes_on_every_draft_position_row():
+    m = _model()
+    p = m.engine
+    assert (p.sampler_bytes_per_logit, p.rejection_sampler_bytes_per_logit) == (10.0, 30.0)
+    assert "7f6fc1c5ce8d02f473b1b923debbfef3fa0b7a6a" in p.sources[
+        "rejection_sampler_bytes_per_logit"]
+    assert "rejection_sampler_bytes_per_logit" not in p.assumptions
+    hw = m.r.hardware
+    spec = float(m.verify(64.0, 8.0, 1024.0, 4.0)["overhead"])
+    m.engine = p.model_copy(update={"rejection_sampler_bytes_per_logit": 0.0})
+    without = float(m.verify(64.0, 8.0, 1024.0, 4.0)["overhead"])
+    expected = 64 * 7 * m.r.model.vocab * 30.0 / (hw.hbm_bw_bytes_per_s
+                                                  * hw.gemm_memory_efficiency)
+    assert spec - without == pytest.approx(expected, rel=1e-9)
+    # a plain decode step has no draft-position rows
+    m.engine = p
+    base = float(m.verify(64.0, 1.0, 1024.0, 4.0)["overhead"])
+    m.engine = p.model_copy(update={"rejection_sampler_bytes_per_logit": 0.0})
+    assert float(m.verify(64.0, 1.0, 1024.0, 4.0)["overhead"]) == base
+
+
+def test_vllm_eagle_runs_its_first_draft_forward_on_all_scheduled_tokens():
+    m = _model(mechanism="eagle3")
+    assert m.engine.draft_first_forward == "scheduled"
+    assert "008603a39fff2a383a293c62eec0c752c42199f2" in m.engine.sources["draft_first_forward"]
+    g, b, d = m.r.group, 64.0, np.array([1.0, 3.0, 7.0])
+    sched = total(m.draft(b, d, 1024.0, g))
+    m.engine = m.engine.model_copy(update={"draft_first_forward": "batch"})
+    batch = total(m.draft(b, d, 1024.0, g))
+    assert np.all(sched > batch)
+    # the difference is one head forward on B·(1+D) tokens (padded) instead of B, its lm_head
+    # on B rows in both
+    t = m.target
+    head = m.r.mechanism
+    for i, dd in enumerate(d):
+        w = 1.0 + dd
+        tokens = graph_shape(m.engine, b, w)[0]
+        wide = t.head_layers(np.float64(b), np.float64(w), np.float64(1024.0), np.float64(g),
+                             float(head.draft_layers), head.draft_vocab,
+                             fused_target_layers=head.fused_target_layers, tokens=tokens,
+                             logit_rows=b)
+        narrow = t.head_layers(np.float64(b), np.float64(1.0), np.float64(1024.0), np.float64(g),
+                               float(head.draft_layers), head.draft_vocab,
+                               fused_target_layers=head.fused_target_layers,
+                               tokens=graph_shape(m.engine, b, 1.0)[0])
+        assert sched[i] - batch[i] == pytest.approx(
+            float(total(wide) - total(narrow)), rel=1e-9)
+
+
+def test_the_fused_target_feature_fc_runs_once_per_round_not_once_per_draft_forward():
+    m = _model(mechanism="eagle3")
+    m.engine = m.engine.model_copy(update={"draft_first_forward": "batch"})
+    g = m.r.group
+    gemm = [float(m.draft(8.0, d, 1024.0, g)["gemm"]) for d in (1.0, 2.0, 3.0)]
+    fc = float(m.target._gemm(np.float64(8.0), m.r.model.hidden, 3.0 * m.r.model.hidden))
+    assert gemm[2] - gemm[1] == pytest.approx(gemm[1] - gemm[0], rel=1e-9)  # same later forwards
+    assert gemm[0] - (gemm[1] - gemm[0]) == pytest.approx(fc, rel=1e-9)  # first = later + FC
+
+
+def _curve_scenario(engine: str, als: tuple[float, ...]) -> ScenarioModel:
+    from explorer.specs.measured import AcceptanceCurve
+    from explorer.specs.scenario import Acceptance
+    curve = AcceptanceCurve(label="gsm8k n-gram", draft_lens=tuple(range(1, len(als) + 1)),
+                            acceptance_lengths=als)
+    return _model(mechanism="ngram", engine=engine,
+                  acceptance=Acceptance(kind="curve", curve=curve))
+
+
+def test_an_ngram_request_without_a_match_verifies_one_token_in_vllm():
+    # SpecDecodeBench's vLLM n-gram curve on gsm8k (reference/al_curves.csv lines 12-14): the
+    # conditional rate rises from 0.109 to 0.35, the sign of requests without a match
+    m = _curve_scenario("vllm", (1.109, 1.147, 1.164))
+    share = 0.109**2 / (1.147 - 1.109)
+    assert m.ngram_match_share == pytest.approx(share, rel=1e-6)
+    np.testing.assert_allclose(m.verify_width(np.array([0.0, 3.0])), [1.0, 1.0 + 3.0 * share])
+    assert "n-gram requests with a match: 31%" in m.engine_sources()
+    spec = float(total(m.verify(64.0, m.verify_width(3.0), 1024.0, m.r.group)))
+    assert spec < float(total(m.verify(64.0, 4.0, 1024.0, m.r.group)))
+    # SGLang's profile verifies the full width (its semantics, an assumption)
+    assert _curve_scenario("sglang", (1.109, 1.147, 1.164)).verify_width(3.0) == 4.0
+    # the preset prior's constant conditional rate gives no sign of unmatched requests
+    assert _model(mechanism="ngram").ngram_match_share == pytest.approx(1.0, abs=1e-2)
+
+
+def test_every_engine_parameter_has_a_value_text_for_the_sources_page():
+    for p in engine_profiles().values():
+        for k in ENGINE_PARAMETERS:
+            assert p.value_text(k), (p.engine, k)
+    vllm = engine_profiles()["vllm"]
+    assert vllm.value_text("rejection_sampler_bytes_per_logit") == "30 B"
+    assert vllm.value_text("draft_first_forward") == "all B·(1+D) scheduled tokens"
