@@ -81,7 +81,7 @@ def _ranking(js: str) -> Recommendation:
 
 @lru_cache(maxsize=128)
 def _guidelines(js: str) -> list[Guideline]:
-    return guidelines(Scenario.model_validate_json(js))
+    return guidelines(Scenario.model_validate_json(js), evaluation(js).attention_fraction)
 
 
 def recommendation(js: str) -> Recommendation:
