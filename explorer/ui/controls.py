@@ -175,6 +175,8 @@ def sidebar() -> dict[str, Any]:
             and v.get(s.applies_when[0]) != s.applies_when[1]
         if hidden:
             v[s.key] = st.session_state.get(s.key, s.default)
+            if us.shown_by_name(s):  # not shown: out of the link, as a bound widget's value goes
+                link(s, s.default)
             continue
         v[s.key] = _widget(s, v)
         caption = _caption(s, v[s.key])

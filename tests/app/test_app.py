@@ -215,3 +215,11 @@ def test_a_bad_preset_in_the_link_falls_back_and_leaves_the_link():
     at = run_app(hw="h900", v="1")
     assert "'hw=h900'" in " ".join(w.value for w in at.warning)
     assert at.selectbox(key="hw").value == "h200" and "hw" not in at.query_params
+
+
+def test_a_draft_model_link_opens_and_leaves_the_link_when_not_applicable():
+    at = run_app(mech="external", dm="llama-3.2-1b", v="1")
+    assert at.selectbox(key="dm").value == "llama-3.2-1b"
+    assert at.query_params["dm"] == "llama-3.2-1b"
+    at.selectbox(key="mech").set_value("eagle3").run()
+    assert "dm" not in at.query_params and "mech" not in at.query_params
