@@ -102,6 +102,33 @@ def offered(s: Setting, values: Mapping[str, Any]) -> list[Any]:
     return ([s.none_value] if s.none_value is not None else []) + slugs
 
 
+# Preset choices shown by their names (H200 SXM, Llama-3.1-70B) while the link keeps the slug
+# (hw=h200, m=llama-3.1-70b): old links keep opening. A widget bound to the link writes the label
+# it shows into the URL, so these widgets are linked by the sidebar itself (`linked_value`).
+NAMED_PRESETS = frozenset({"hardware", "model", "mechanism"})
+
+
+def shown_by_name(s: Setting) -> bool:
+    return s.presets in NAMED_PRESETS
+
+
+def preset_labels(s: Setting, options: list[Any]) -> dict[Any, str]:
+    """What each offered choice of a named-preset setting reads as: its preset's name, with the
+    slug beside a name that two choices share; a choice that is no preset reads as itself."""
+    table = preset_table(s.presets) if s.presets is not None else {}
+    names = {o: str(getattr(table.get(o), "name", "") or o) for o in options}
+    counts: dict[str, int] = {}
+    for n in names.values():
+        counts[n] = counts.get(n, 0) + 1
+    return {o: n if counts[n] == 1 else f"{n} ({o})" for o, n in names.items()}
+
+
+def linked_value(s: Setting, value: Any) -> str | None:
+    """The link's text for a setting's value; None where the link leaves it out (the default),
+    as a bound widget does."""
+    return None if value == s.default else spelled(value)
+
+
 def why_not(s: Setting, value: Any, values: Mapping[str, Any]) -> str | None:
     """Why a link may not give this value for the setting (None: it may)."""
     if s.validate is not None:
