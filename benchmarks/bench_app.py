@@ -16,13 +16,14 @@ APP = str(Path(__file__).resolve().parent.parent / "app.py")
 def main() -> None:
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    times_cold, times_warm, script = [], [], []
+    times_cold, times_warm, script, cpu = [], [], [], []
     for i, d in enumerate([4, 5, 6, 7, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11]):
         at.slider(key="d").set_value(d)
         t = time.perf_counter()
         at.run()
         (times_cold if i < 8 else times_warm).append(time.perf_counter() - t)
         script.append(at.session_state["_script_run_s"])
+        cpu.append(at.session_state["_script_cpu_s"])
     payload = sum(len(c.proto.spec) for c in at.get("plotly_chart"))
     charts = len(at.get("plotly_chart"))
     print(f"app rerun after a D slider move: median {statistics.median(times_cold) * 1e3:.0f} ms "
@@ -31,6 +32,9 @@ def main() -> None:
     print(f"  of which the script itself: median {statistics.median(script[:8]) * 1e3:.0f} ms "
           f"(new values), {statistics.median(script[8:]) * 1e3:.0f} ms (cached); the rest is "
           "AppTest's polling")
+    print(f"  the script's own CPU: median {statistics.median(cpu[:8]) * 1e3:.0f} ms (new values), "
+          f"{statistics.median(cpu[8:]) * 1e3:.0f} ms (cached): what a rerun costs whatever else "
+          "runs on the machine")
     print(f"figure payload: {payload / 1e6:.2f} MB in {charts} charts (goal < 1 MB)")
     sizes = sorted(((len(c.proto.spec), json.loads(c.proto.spec)["layout"].get("title", {})
                      .get("text", "?")) for c in at.get("plotly_chart")), reverse=True)[:3]

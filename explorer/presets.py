@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -159,7 +160,13 @@ HF_MODEL_COLUMNS: tuple[str, ...] = (
     "moe_intermediate", "first_dense_layers", "vocab", "tied_embeddings", "attention_kind",
     "kv_lora_rank", "qk_rope_dim", *MLA_SHAPE_COLUMNS, "sliding_window", "sliding_layers",
     "total_params_b", "active_params_b", "source", "assumptions", "family", "tokenizer",
-    "mtp_layers", "mtp_params_b", "speculation_source",
+    "mtp_layers", "mtp_params_b", "speculation_source", "layer_groups",
+)
+# ModelSpec's layer-group fields (hybrid and NAS models), one JSON object in the
+# `layer_groups` column (empty: the uniform transformer).
+LAYER_GROUP_FIELDS: tuple[str, ...] = (
+    "attention_layers", "mlp_layers", "gated_mlp", "moe_latent", "ffn_groups", "linear_blocks",
+    "mamba_layers", "mamba",
 )
 
 
@@ -194,6 +201,8 @@ def model_presets() -> dict[str, ModelSpec]:
             if value is not None:
                 fields[key] = value
         fields.setdefault("ffn_intermediate", 0)
+        groups = json.loads(r.get("layer_groups") or "{}")
+        fields.update({k: groups[k] for k in LAYER_GROUP_FIELDS if k in groups})
         out[r["slug"]] = ModelSpec(**fields)
     return out
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import sys
 from pathlib import Path
 
 from explorer.measured.hf_config import read_shipped, shipped_config_paths
-from explorer.presets import DATA_DIR, HF_MODEL_COLUMNS
+from explorer.presets import DATA_DIR, HF_MODEL_COLUMNS, LAYER_GROUP_FIELDS
 
 OUT = DATA_DIR / "hf_models.csv"
 # slug → (the package's file stem, role). One checkpoint per family, the maker's own where the
@@ -37,6 +38,11 @@ PRESETS: dict[str, tuple[str, str]] = {
     "minimax-m2.5": ("MiniMaxAI--MiniMax-M2.5", "target"),
     "mimo-v2-flash": ("XiaomiMiMo--MiMo-V2-Flash", "target"),
     "step-3.7-flash": ("stepfun-ai--Step-3.7-Flash", "target"),
+    # Mamba-2 hybrids and a NAS model: layer groups (the `layer_groups` column)
+    "nemotron-3-nano-30b-a3b": ("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "target"),
+    "nemotron-3-super-120b-a12b": ("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "target"),
+    "nemotron-h-56b": ("nvidia--Nemotron-H-56B-Base-8K", "target"),
+    "llama-3.3-nemotron-super-49b": ("nvidia--Llama-3_3-Nemotron-Super-49B-v1", "target"),
 }
 
 
@@ -51,6 +57,10 @@ def rows() -> list[dict[str, str]]:
             raise SystemExit(f"{stem}: {[p.message for p in res.problems]}")
         m = res.model.model_dump()
         m.update(slug=slug, role=role, name=stem.replace("--", "/"))
+        groups = res.model.model_dump(mode="json", include=set(LAYER_GROUP_FIELDS),
+                                      exclude_defaults=True)
+        m["layer_groups"] = json.dumps(groups, sort_keys=True, separators=(",", ":")) \
+            if groups else None
         row = {}
         for col in HF_MODEL_COLUMNS:
             v = m.get(col)

@@ -68,9 +68,7 @@ def design_model(base: ModelSpec, values: Mapping[str, Any],
     if "head_dim" in values:
         upd["head_dim"] = int(values["head_dim"])
     if "layers" in values:
-        upd["layers"] = int(values["layers"])
-        upd["first_dense_layers"] = min(base.first_dense_layers, int(values["layers"]))
-        upd["sliding_layers"] = round(base.sliding_layers * int(values["layers"]) / base.layers)
+        upd.update(base.with_layers(int(values["layers"])))
     for axis, field in (("experts", "n_routed_experts"), ("top_k", "experts_per_tok")):
         if axis in values:
             if not base.is_moe:
@@ -157,4 +155,4 @@ def codesign(scenario: Scenario, axes: Mapping[str, Sequence[float]],
 def _kv_bytes_per_token(model: ModelSpec, kv_dtype: str) -> float:
     per_layer = (model.head_dim if model.attention_kind == "mla"
                  else 2 * model.kv_heads * model.head_dim)
-    return float(per_layer * model.layers * BYTES_PER_ELEMENT[kv_dtype])
+    return float(per_layer * model.n_attention_layers * BYTES_PER_ELEMENT[kv_dtype])

@@ -36,10 +36,11 @@ def tile_aligned_draft_lens(group: float, d_max: int) -> list[int]:
     return [d for d in range(1, d_max + 1) if (group * (1 + d)) % ATTENTION_TILE_ROWS == 0]
 
 
-def guidelines(scenario: Scenario) -> list[Guideline]:
+def guidelines(scenario: Scenario, attention_fraction: float | None = None) -> list[Guideline]:
+    """The five guidelines at this scenario. `attention_fraction`: the scenario's attention share
+    of T_verif where the caller has it already (Evaluation.attention_fraction), else computed."""
     m = scenario_model(scenario)
     r = m.r
-    ev = m.grid(scenario.batch, scenario.draft_len)
     b, d, g = scenario.batch, scenario.draft_len, r.group
     out: list[Guideline] = []
 
@@ -61,7 +62,8 @@ def guidelines(scenario: Scenario) -> list[Guideline]:
                          text=t1, applies=tokens < ridge))
 
     # 2. Attention-dominated: start at D = 128/G − 1.
-    frac = float(np.asarray(ev.attention_fraction).reshape(-1)[0])
+    frac = attention_fraction if attention_fraction is not None else float(np.asarray(
+        m.grid(scenario.batch, scenario.draft_len).attention_fraction).reshape(-1)[0])
     d_start = attention_start_draft_len(g)
     dominant = frac >= ATTENTION_DOMINANT_FRACTION
     t2 = (f"attention is {frac:.0%} of T_verif; G={g:g} → start at D = 128/G − 1 = {d_start}"

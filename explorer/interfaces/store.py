@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from explorer.interfaces.store_schema import VERSION_TABLE, scenarios
 from explorer.interfaces.view_state import MAX_PARAM_CHARS, view_of_scenario
 from explorer.specs.scenario import Scenario
+from explorer.specs.settings import SETTING_BY_KEY
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -237,8 +238,10 @@ def _clean_view(view: Mapping[str, Any]) -> dict[str, Any]:
             raise InvalidRecord(f"view: '{key}' is not a finite number")
         if value is not None and not isinstance(value, str | int | float | bool):
             raise InvalidRecord(f"view: '{key}' must be a string or a number")
-        if isinstance(value, str) and len(value) > MAX_PARAM_CHARS:
-            raise InvalidRecord(f"view: '{key}' is longer than {MAX_PARAM_CHARS} characters")
+        limit = max(MAX_PARAM_CHARS, SETTING_BY_KEY[key].max_chars
+                    if key in SETTING_BY_KEY else 0)  # a packed model is longer (settings)
+        if isinstance(value, str) and len(value) > limit:
+            raise InvalidRecord(f"view: '{key}' is longer than {limit} characters")
         out[key] = value
     return out
 

@@ -22,6 +22,8 @@ from pydantic import ValidationError
 
 from explorer.base.errors import ScenarioError
 from explorer.presets import preset_table, sample_curves
+from explorer.specs.architecture import DrafterSpec, ModelSpec
+from explorer.specs.compact import pack, unpack
 from explorer.specs.scenario import Acceptance, MeasuredCurve, Scenario
 from explorer.specs.settings import (
     SETTING_OF_FIELD,
@@ -43,6 +45,7 @@ VIEWS: tuple[str, ...] = ("surface", "tiles", "gemm", "al", "pareto", "time", "m
                           "sources", "export")
 DEFAULT_VIEW = "surface"
 MAX_PARAM_CHARS = 200
+CUSTOM_MODEL_KEY, CUSTOM_DRAFTER_KEY = "cm", "cd"  # packed specs (explorer/specs/compact.py)
 VIEW_ONLY_KEYS: tuple[str, ...] = tuple(s.key for s in SETTINGS if s.field is None)
 
 
@@ -97,6 +100,33 @@ def offered(s: Setting, values: Mapping[str, Any]) -> list[Any]:
              and (s.preset_of is None
                   or getattr(p, s.preset_of[0], None) == values.get(s.preset_of[1]))]
     return ([s.none_value] if s.none_value is not None else []) + slugs
+
+
+# Preset choices shown by their names (H200 SXM, Llama-3.1-70B) while the link keeps the slug
+# (hw=h200, m=llama-3.1-70b): old links keep opening. A widget bound to the link writes the label
+# it shows into the URL, so these widgets are linked by the sidebar itself (`linked_value`).
+NAMED_PRESETS = frozenset({"hardware", "model", "mechanism"})
+
+
+def shown_by_name(s: Setting) -> bool:
+    return s.presets in NAMED_PRESETS
+
+
+def preset_labels(s: Setting, options: list[Any]) -> dict[Any, str]:
+    """What each offered choice of a named-preset setting reads as: its preset's name, with the
+    slug beside a name that two choices share; a choice that is no preset reads as itself."""
+    table = preset_table(s.presets) if s.presets is not None else {}
+    names = {o: str(getattr(table.get(o), "name", "") or o) for o in options}
+    counts: dict[str, int] = {}
+    for n in names.values():
+        counts[n] = counts.get(n, 0) + 1
+    return {o: n if counts[n] == 1 else f"{n} ({o})" for o, n in names.items()}
+
+
+def linked_value(s: Setting, value: Any) -> str | None:
+    """The link's text for a setting's value; None where the link leaves it out (the default),
+    as a bound widget does."""
+    return None if value == s.default else spelled(value)
 
 
 def why_not(s: Setting, value: Any, values: Mapping[str, Any]) -> str | None:
@@ -288,7 +318,27 @@ def scenario_from_view(values: Mapping[str, Any], uploaded: MeasuredCurve | None
     """The scenario a view describes (raises pydantic's ValidationError where it rejects it)."""
     fields = {s.field: s.to_field(values.get(s.key, s.default)) for s in SETTINGS if s.field}
     return Scenario.model_validate(
-        {**fields, "acceptance": acceptance_from_view(values, uploaded)})
+        {**fields, **custom_from_view(values),
+         "acceptance": acceptance_from_view(values, uploaded)})
+
+
+def custom_from_view(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The view's packed custom model (`cm`: the target, its slug the model) and drafter
+    (`cd`) as Scenario fields; decode() has checked them, so a bad one here raises."""
+    out: dict[str, Any] = {}
+    if values.get(CUSTOM_MODEL_KEY):
+        model = unpack(str(values[CUSTOM_MODEL_KEY]), ModelSpec)
+        out.update(custom_model=model, model=model.slug)
+    if values.get(CUSTOM_DRAFTER_KEY):
+        out["custom_drafter"] = unpack(str(values[CUSTOM_DRAFTER_KEY]), DrafterSpec)
+    return out
+
+
+def view_of_custom(scenario: Scenario) -> dict[str, str]:
+    """A scenario's custom model and drafter as the view's packed values."""
+    return {CUSTOM_MODEL_KEY: pack(scenario.custom_model) if scenario.custom_model else "",
+            CUSTOM_DRAFTER_KEY: pack(scenario.custom_drafter) if scenario.custom_drafter
+            else ""}
 
 
 def _settle(values: Mapping[str, Any], uploaded: MeasuredCurve | None = None
@@ -331,6 +381,9 @@ def view_of_scenario(scenario: Scenario, **view_only: Scalar | None) -> dict[str
     view = {p.key: p.default for p in PARAMS}
     view.update({s.key: s.to_view(getattr(scenario, s.field)) for s in SETTINGS if s.field})
     view.update(view_of_acceptance(scenario.acceptance, scenario.mechanism))
+    view.update(view_of_custom(scenario))
+    if scenario.custom_model is not None:  # its slug is no preset: `cm` sets the model
+        view["m"] = PARAM_BY_KEY["m"].default
     for key, value in view_only.items():
         if key not in VIEW_ONLY_KEYS:
             raise TypeError(f"view_of_scenario: '{key}' is not a view-only setting")

@@ -61,6 +61,9 @@ class MoeShape:
     num_experts: int
     tp: int = 1
     ep: int = 1
+    # Expert weight matrices: 3 gated (SwiGLU gate, up, down), 2 not (relu²). The roofline's,
+    # not a table key (a table's kernel_source says gated or not for its own shapes).
+    mlp_matrices: float = 3.0
 
     def text(self) -> str:
         return (f"hidden {self.hidden}, inter {self.inter}, top-{self.topk} of "

@@ -4,9 +4,11 @@ DrafterSpec.
 The config is data: nothing in it is executed (`auto_map`, `trust_remote_code` and remote code
 are ignored). Fields are read by name across the families that spell them differently (Llama,
 Qwen2/3, Qwen3-MoE, Qwen3.5, DeepSeek-V3/V3.2/V4, GLM, Kimi, gpt-oss, Gemma, Mistral/Mixtral,
-MiniMax, Llama-4, Step, MiMo); a multimodal config's `text_config` is the model. What the cost
-model does not price as the config says (linear attention, sparse attention, per-layer dims) is
-listed in `notes` with how it is priced — or the config is refused with the reason.
+MiniMax, Llama-4, Step, MiMo, Nemotron-H, DeciLM); a multimodal config's `text_config` is the
+model. Hybrid and NAS models (Nemotron-H's `hybrid_override_pattern`, DeciLM's `block_configs`)
+become ModelSpec's layer groups. What the cost model does not price as the config says (linear
+attention, sparse attention, Mamba-2 state updates) is listed in `notes` with how it is priced —
+or the config is refused with the reason.
 
 One contract with the other parsers: a config is refused with every problem named by field, or
 the spec it gives is valid for everything downstream.
@@ -49,14 +51,17 @@ MAX_VOCAB = 4_194_304
 MAX_WINDOW = 16_777_216
 
 # Architectures the parser reads as a causal decoder (the `architectures` entry or `model_type`).
-# A config of another one is refused, naming it; these two are refused with their reason.
-REFUSED: dict[str, str] = {
-    "NemotronHForCausalLM": "a Mamba-2 hybrid whose hybrid_override_pattern mixes Mamba, "
-    "attention and MLP blocks as separate layers; the cost model prices one transformer layer "
-    "(attention + MLP) at a time and has no Mamba kernel",
-    "DeciLMForCausalLM": "a NAS model whose block_configs give every layer its own attention and "
-    "FFN (some skipped); the cost model prices identical layers",
-}
+# A config of another one is refused, naming it; one named here is refused with its reason.
+REFUSED: dict[str, str] = {}
+# Nemotron-H's hybrid_override_pattern letters (its configuration_nemotron_h.py): one block a
+# layer — Mamba-2 mixer, attention, MLP or MoE.
+HYBRID_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+MAMBA_STATE_NOTE = (
+    "Mamba-2 layers priced as memory-bound state updates — an assumption: per sequence and "
+    "layer the SSM state (heads × head_dim × d_state at the SSM dtype) and the conv window are "
+    "read once and written once per verified token (1+D states kept so rejected draft tokens "
+    "roll back; their memory is not counted), in/out projections as GEMMs; no KV cache, "
+    "constant in the context")
 HEADS: dict[str, Literal["eagle3", "dflash", "dspark"]] = {
     "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark",
 }
@@ -67,6 +72,7 @@ KNOWN_TYPES = (
     "kimi_linear", "glm", "glm4", "glm4_moe", "glm_moe_dsa", "gpt_oss", "gemma", "gemma2",
     "gemma3", "gemma3_text", "gemma4", "gemma4_text", "minimax", "minimax_m2", "minimax_m3",
     "minimax_m3_vl", "llama4", "llama4_text", "step3p7", "mimo", "mimo_v2_flash", "phi3",
+    "nemotron_h", "nemotron-nas",
 )
 
 
@@ -257,8 +263,17 @@ def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: 
            notes: list[str], *, slug: str, name: str, source: str,
            role: Literal["target", "draft", "both"]) -> ModelSpec | None:
     prefix = "text_config." if text_cfg is not top else ""
-    r = _Reader(text_cfg, col, prefix)
     mtype = str(text_cfg.get("model_type") or top.get("model_type") or "")
+    # Hybrid / NAS models: their per-layer blocks become layer-group fields, and the uniform
+    # fields the rest of this function reads are filled in from them.
+    groups: dict[str, Any] = {}
+    if "hybrid_override_pattern" in text_cfg or "layers_block_type" in text_cfg:
+        text_cfg, groups = _hybrid(text_cfg, col, notes, prefix)
+    elif "block_configs" in text_cfg:
+        text_cfg, groups = _nas(text_cfg, col, notes, prefix)
+    if col.has_errors:
+        return None
+    r = _Reader(text_cfg, col, prefix)
     layers = r.num("num_hidden_layers", "n_layers", "num_layers", lo=1, hi=MAX_LAYERS,
                    required=True)
     hidden = r.num("hidden_size", "dim", "d_model", lo=1, hi=MAX_HIDDEN, required=True)
@@ -367,7 +382,8 @@ def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: 
         shared = r.num("n_shared_experts", "num_shared_experts", lo=0, hi=MAX_EXPERTS,
                        default=0) or 0
         shared_width = r.num("shared_expert_intermediate_size", "shared_intermediate_size",
-                             "share_expert_dim", lo=0, hi=MAX_FFN)
+                             "share_expert_dim", "moe_shared_expert_intermediate_size",
+                             lo=0, hi=MAX_FFN)
         if mtype.startswith("llama4"):
             shared = 1  # Llama-4's MoE layers always add one shared expert (its modeling code)
         if r.flag("enable_moe_block") and ffn and not shared:  # Gemma-4: a dense MLP beside
@@ -377,10 +393,16 @@ def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: 
             ffn = 0
         if shared_width and not shared:
             shared = max(1, round(shared_width / width))
-        if shared_width and shared and shared_width != shared * width:
+        if shared_width and shared and shared_width != shared * width \
+                and shared_width % width == 0:  # the shared width is the one to price
+            notes.append(f"shared expert width {shared_width} priced as "
+                         f"{shared_width // width} × {width} (the routed experts' width)")
+            shared = shared_width // width
+        elif shared_width and shared and shared_width != shared * width:
             notes.append(f"shared expert width {shared_width} priced as {shared} × "
                          f"{width} (the routed experts' width)")
-        dense_layers = _dense_layers(r, text_cfg, layers, mtype)
+        dense_layers = (groups["first_dense_layers"] if "first_dense_layers" in groups
+                        else _dense_layers(r, text_cfg, layers, mtype))
         if dense_layers and not ffn:
             col.error(f"{dense_layers} dense layers need intermediate_size",
                       field=r.name("intermediate_size"))
@@ -411,6 +433,8 @@ def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: 
         notes.append(mtp_note if mtp else "MTP: the config declares none")
     family = _family(mtype)
     tokenizer = _tokenizer(family, vocab, notes)
+    groups.pop("first_dense_layers", None)
+    fields.update(groups)
     try:
         spec = ModelSpec(
             slug=slug, name=name, role=role, layers=layers, hidden=hidden, q_heads=q_heads,
@@ -421,6 +445,139 @@ def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: 
         col.error(f"not a valid model: {validation_message(exc)}")
         return None
     return spec
+
+
+def _hybrid(cfg: Mapping[str, Any], col: Collector, notes: list[str],
+            prefix: str) -> tuple[Mapping[str, Any], dict[str, Any]]:
+    """Nemotron-H: `hybrid_override_pattern` (or `layers_block_type`) names one block per
+    layer; attention, MLP/MoE and Mamba-2 layers are counted as groups."""
+    raw = cfg.get("hybrid_override_pattern")
+    key = "hybrid_override_pattern"
+    kinds: list[str] = []
+    if raw is None:
+        key, raw = "layers_block_type", cfg.get("layers_block_type")
+        if isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+            kinds = [str(x) for x in raw]
+    elif isinstance(raw, str):
+        kinds = [HYBRID_LETTERS.get(c, f"?{c}") for c in raw]
+    bad = [k for k in kinds if k not in HYBRID_LETTERS.values()]
+    if not kinds or bad or len(kinds) > MAX_LAYERS:
+        col.error(f"expected one block per layer ({', '.join(HYBRID_LETTERS)} or their names)"
+                  + (f"; {quote(bad[0].lstrip('?'))} is not one" if bad else ""),
+                  field=prefix + key)
+        return cfg, {}
+    n = len(kinds)
+    given = json_int(cfg.get("num_hidden_layers"))
+    if cfg.get("num_hidden_layers") is not None and given != n:
+        col.error(f"{key} has {n} blocks for {cfg['num_hidden_layers']} layers",
+                  field=prefix + "num_hidden_layers")
+        return cfg, {}
+    r = _Reader(cfg, col, prefix)
+    heads = r.num("mamba_num_heads", lo=1, hi=MAX_HEADS * 4, required=True)
+    head_dim = r.num("mamba_head_dim", lo=1, hi=MAX_HEAD_DIM, required=True)
+    d_state = r.num("ssm_state_size", lo=1, hi=MAX_HEAD_DIM, required=True)
+    n_groups = r.num("n_groups", lo=1, hi=MAX_HEADS, default=1)
+    conv = r.num("conv_kernel", lo=1, hi=64, default=4)
+    latent = r.num("moe_latent_size", lo=1, hi=MAX_HIDDEN, default=0)
+    if heads is None or head_dim is None or d_state is None or n_groups is None or conv is None:
+        return cfg, {}
+    ssm_dtype = str(cfg.get("mamba_ssm_cache_dtype") or "")
+    state_bytes = 4 if ssm_dtype == "float32" else 2
+    count = {k: kinds.count(k) for k in HYBRID_LETTERS.values()}
+    out: dict[str, Any] = {
+        "attention_layers": count["attention"], "mlp_layers": count["mlp"] + count["moe"],
+        "mamba_layers": count["mamba"], "first_dense_layers": count["mlp"],
+        "moe_latent": latent or 0,
+        "mamba": {"heads": heads, "head_dim": head_dim, "d_state": d_state, "groups": n_groups,
+                  "conv_kernel": conv, "state_bytes": state_bytes},
+    }
+    act = str(cfg.get("mlp_hidden_act") or cfg.get("hidden_act") or "")
+    if act == "relu2":
+        out["gated_mlp"] = False
+    notes.append(f"hybrid: {count['mamba']} Mamba-2, {count['attention']} attention, "
+                 f"{count['mlp']} MLP and {count['moe']} MoE layers ({key}); only the "
+                 f"{count['attention']} attention layers keep a KV cache")
+    notes.append(MAMBA_STATE_NOTE + f" (SSM state {ssm_dtype or 'bf16, the model dtype'}"
+                 + ("" if ssm_dtype else ": mamba_ssm_cache_dtype not given") + ")")
+    if act == "relu2":
+        notes.append("relu² MLPs and experts (mlp_hidden_act): two matrices, not SwiGLU's three")
+    if latent:
+        notes.append(f"latent MoE (moe_latent_size {latent}): routed experts at {latent} wide, "
+                     "with the down/up projections to it priced as GEMMs")
+    norm: dict[str, Any] = {**cfg, "num_hidden_layers": n}
+    if cfg.get("head_dim") is None and cfg.get("attention_head_dim") is not None:
+        norm["head_dim"] = cfg["attention_head_dim"]
+    return norm, out
+
+
+def _decilm_width(mult: float, hidden: int) -> int:
+    """A DeciLM block's FFN width from its ffn_mult: int(2·mult·hidden/3) rounded up to a
+    multiple of 256 (DeciLM's _ffn_mult_to_intermediate_size, as llama.cpp's
+    convert_hf_to_gguf.py DeciModel reads it)."""
+    width = int(2 * mult * hidden / 3)
+    return -(-width // 256) * 256
+
+
+def _nas(cfg: Mapping[str, Any], col: Collector, notes: list[str],
+         prefix: str) -> tuple[Mapping[str, Any], dict[str, Any]]:
+    """DeciLM / Llama-Nemotron NAS: `block_configs` give each layer its own attention (GQA
+    group, skipped or a linear) and FFN (multiplier, skipped or a linear)."""
+    blocks = cfg.get("block_configs")
+    hidden = json_int(cfg.get("hidden_size"))
+    q_heads = json_int(cfg.get("num_attention_heads"))
+    if not isinstance(blocks, list) or not blocks or len(blocks) > MAX_LAYERS:
+        col.error("expected a list of per-layer blocks", field=prefix + "block_configs")
+        return cfg, {}
+    if hidden is None or q_heads is None or hidden < 1 or q_heads < 1:
+        return cfg, {}  # the plain reads name hidden_size / num_attention_heads
+    attn, linear, skipped_attn, skipped_ffn = 0, 0, 0, 0
+    groups_kv: dict[int, int] = {}
+    widths: dict[int, int] = {}
+    for i, blk in enumerate(blocks):
+        where = f"{prefix}block_configs[{i}]"
+        a = blk.get("attention") if isinstance(blk, Mapping) else None
+        f = blk.get("ffn") if isinstance(blk, Mapping) else None
+        if not isinstance(a, Mapping) or not isinstance(f, Mapping):
+            col.error("expected an object with attention and ffn", field=where)
+            return cfg, {}
+        if a.get("no_op"):
+            skipped_attn += 1
+        elif a.get("replace_with_linear"):
+            linear += 1
+        else:
+            g = json_int(a.get("n_heads_in_group"))
+            if g is None or g < 1 or q_heads % g:
+                col.error(f"expected a whole divisor of the {q_heads} query heads, got "
+                          f"{quote(json.dumps(a.get('n_heads_in_group')))}",
+                          field=f"{where}.attention.n_heads_in_group")
+                return cfg, {}
+            attn += 1
+            groups_kv[q_heads // g] = groups_kv.get(q_heads // g, 0) + 1
+        if f.get("no_op"):
+            skipped_ffn += 1
+        elif f.get("replace_with_linear"):
+            linear += 1
+        else:
+            mult = f.get("ffn_mult")
+            if isinstance(mult, bool) or not isinstance(mult, int | float) or not 0 < mult <= 64:
+                col.error(f"expected a number in (0, 64], got {quote(json.dumps(mult))}",
+                          field=f"{where}.ffn.ffn_mult")
+                return cfg, {}
+            w = _decilm_width(float(mult), hidden)
+            widths[w] = widths.get(w, 0) + 1
+    ffn_groups = tuple(sorted(((c, w) for w, c in widths.items()), key=lambda x: -x[1]))
+    kv = max(groups_kv, key=lambda k: groups_kv[k]) if groups_kv else q_heads
+    notes.append(f"NAS blocks (block_configs): {attn} of {len(blocks)} layers with attention "
+                 f"({skipped_attn} skipped), {sum(widths.values())} with an FFN "
+                 f"({skipped_ffn} skipped) in {len(widths)} widths, {linear} block(s) replaced "
+                 "by a linear; priced per layer group")
+    if len(groups_kv) > 1:
+        notes.append(f"per-layer KV heads {sorted(groups_kv)}: priced at the most common, {kv} "
+                     "(one KV shape per model) — an approximation")
+    norm = {**cfg, "num_hidden_layers": len(blocks), "num_key_value_heads": kv,
+            "intermediate_size": max(widths, key=lambda w: widths[w]) if widths else 0}
+    return norm, {"attention_layers": attn, "mlp_layers": sum(widths.values()),
+                  "linear_blocks": linear, "ffn_groups": ffn_groups}
 
 
 def _tokenizer(family: str, vocab: int, notes: list[str]) -> str:
@@ -456,7 +613,8 @@ def _family(mtype: str) -> str:
                         ("deepseek", "deepseek-v3"), ("kimi", "kimi"), ("glm", "glm"),
                         ("gpt_oss", "gpt-oss"), ("gemma", "gemma"), ("mixtral", "mistral"),
                         ("mistral", "mistral"), ("minimax", "minimax"), ("llama4", "llama-4"),
-                        ("llama", "llama-3"), ("step", "step"), ("mimo", "mimo")):
+                        ("llama", "llama-3"), ("step", "step"), ("mimo", "mimo"),
+                        ("nemotron-nas", "llama-3"), ("nemotron_h", "nemotron-h")):
         if mtype.startswith(prefix):
             return fam
     return mtype or "unknown"
@@ -520,7 +678,11 @@ def parse_config(text: str, *, name: str = "", quant_text: str | None = None,
     return HfModelConfig(
         summary=f"{label}: {model.layers} layers, {model.param_count() / 1e9:.1f}B parameters"
         + (f", {model.n_routed_experts} experts top-{model.experts_per_tok}" if model.is_moe
-           else ""),
+           else "")
+        + (f" ({model.mamba_layers} Mamba-2, {model.n_attention_layers} attention)"
+           if model.mamba_layers else "")
+        + (f" ({model.n_attention_layers} with attention, {len(model.ffn_groups)} FFN widths)"
+           if model.ffn_groups else ""),
         model=model, weights_dtype=weights, kv_dtype=kv, notes=tuple(notes),
         problems=col.problems())
 
@@ -531,21 +693,34 @@ def _drafter(kind: Literal["eagle3", "dflash", "dspark"], cfg: Mapping[str, Any]
     layers = r.num("num_hidden_layers", lo=1, hi=MAX_LAYERS, default=1)
     vocab = r.num("draft_vocab_size", lo=1, hi=MAX_VOCAB)
     block = r.num("block_size", lo=1, hi=1024)
-    r.num("hidden_size", lo=1, hi=MAX_HIDDEN)  # checked; the head runs at the target's dims
+    # The head's own shapes (each None where the config does not give it: the target's).
+    dims = {"hidden": r.num("hidden_size", lo=1, hi=MAX_HIDDEN),
+            "intermediate": r.num("intermediate_size", lo=1, hi=MAX_FFN),
+            "q_heads": r.num("num_attention_heads", lo=1, hi=MAX_HEADS),
+            "kv_heads": r.num("num_key_value_heads", lo=1, hi=MAX_HEADS),
+            "head_dim": r.num("head_dim", lo=1, hi=MAX_HEAD_DIM)}
+    if dims["q_heads"] and dims["kv_heads"] and dims["q_heads"] % dims["kv_heads"]:
+        col.error(f"num_attention_heads {dims['q_heads']} is not a multiple of "
+                  f"num_key_value_heads {dims['kv_heads']}", field="num_key_value_heads")
+    if dims["head_dim"] is None and dims["hidden"] and dims["q_heads"] \
+            and dims["hidden"] % dims["q_heads"] == 0:
+        dims["head_dim"] = dims["hidden"] // dims["q_heads"]
+    shape = ", ".join(f"{k} {v}" for k, v in dims.items() if v is not None)
     if kind == "eagle3" and vocab is None:
         vocab = r.num("vocab_size", lo=1, hi=MAX_VOCAB)
     if kind != "eagle3":
         vocab = None  # block drafters share the target's LM head
-        notes.append(f"{kind}: {layers} layer(s) at the target's dims, the target's vocabulary"
+        notes.append(f"{kind}: {layers} layer(s) at {shape or 'the target dims'} (the rest "
+                     "the target's), the target's vocabulary"
                      + (f"; block_size {block} (D ≤ {block - 1} per round)" if block else ""))
     else:
-        notes.append(f"EAGLE-3 head: {layers} layer(s) at the target's dims, draft vocabulary "
-                     f"{vocab}")
+        notes.append(f"EAGLE-3 head: {layers} layer(s) at {shape or 'the target dims'} (the "
+                     f"rest the target's), draft vocabulary {vocab}")
     if col.has_errors:
         return None
     try:
         return DrafterSpec(kind=kind, name=label, draft_layers=layers, draft_vocab=vocab,
-                           block_size=block, source=source, notes=tuple(notes))
+                           block_size=block, source=source, notes=tuple(notes), **dims)
     except ValidationError as exc:
         col.error(f"not a valid drafter: {validation_message(exc)}")
         return None

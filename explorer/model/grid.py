@@ -84,6 +84,13 @@ class ScenarioModel:
             if resolved.draft_model is not None
             else None
         )
+        # A drafter head with its own shapes (config.json) runs as its own dense model (with
+        # its own G); a head at a hybrid target's dims is made of attention + MLP layers.
+        self.head_own_shape = resolved.head is not None
+        head_spec = resolved.head or resolved.model.uniform_layers()
+        self.head = (LayerModel(hw, head_spec, sc.tp, sc.dtype, sc.kv_dtype,
+                                self.kernel_corrections, self.tables, sc.moe_dtype)
+                     if head_spec is not resolved.model else self.target)
         self.step_correction: StepCorrection | None = None
         if sc.measured_steps is not None:
             self.step_correction = StepCorrection(sc.measured_steps, self._model_step)
@@ -209,7 +216,8 @@ class ScenarioModel:
                                       include_step_overhead=False, tokens=tokens)
         return apply_engine_profile(
             self.engine, forward, self.r.hardware,
-            eager_kernels=np.where(eager, self.r.layers * KERNELS_PER_LAYER, 0.0),
+            eager_kernels=np.where(
+                eager, self.r.layers * self.r.model.blocks_per_layer * KERNELS_PER_LAYER, 0.0),
             sampled_tokens=np.asarray(batch, dtype=np.float64),
             rejection_rows=np.asarray(batch, dtype=np.float64)
             * (np.asarray(width, dtype=np.float64) - 1.0),
@@ -263,9 +271,11 @@ class ScenarioModel:
         scale = 1.0
         if self.r.scenario.rho is not None and self.rho_native > 0:
             scale = self.r.scenario.rho / self.rho_native
+        # a head of its own shape has its own G (a G override reshapes the target)
+        head_group = self.head.model.group_size if self.head_own_shape else group
         out = draft_time(
-            self.target, self.draft_layer_model, self.r.mechanism, batch, draft_len, context,
-            group, layer_scale=scale,
+            self.head, self.draft_layer_model, self.r.mechanism, batch, draft_len, context,
+            head_group, layer_scale=scale,
             tokens_of=lambda bb, ww: graph_shape(self.engine, bb, ww)[0],
             first_forward_width=self._first_draft_width(np.asarray(draft_len, np.float64)),
         )
@@ -302,7 +312,7 @@ class ScenarioModel:
                 draft_w = np.asarray(dm.param_count() * bw / sc.tp)
                 draft_kv = self._kv_bytes(self.draft_layer_model, b, s, dm.group_size, dm.layers)
             elif mech.draft_layers:
-                m = r.model
+                m = self.head.model
                 if mech.uses_target_mtp_layers and m.mtp_params_b is not None:
                     # the checkpoint's MTP modules (embedding and head shared with the target)
                     draft_w = np.asarray(m.mtp_params_b * 1e9 * bw / sc.tp)
@@ -310,12 +320,13 @@ class ScenarioModel:
                     ffn = m.ffn_intermediate or m.moe_intermediate * (
                         m.experts_per_tok + m.n_shared_experts
                     )
-                    per_layer = m.attention_params_per_layer() + 3.0 * m.hidden * ffn
+                    per_layer = m.attention_params_per_layer() + m.mlp_matrices * m.hidden * ffn
                     vocab = mech.draft_vocab or 0  # heads with their own vocab carry an lm_head
                     draft_w = np.asarray(
                         (mech.draft_layers * per_layer + vocab * m.hidden) * bw / sc.tp
                     )
-                draft_kv = self._kv_bytes(self.target, b, s, g, float(mech.draft_layers))
+                head_g = m.group_size if self.head_own_shape else g
+                draft_kv = self._kv_bytes(self.head, b, s, head_g, float(mech.draft_layers))
         return np.asarray(draft_w + draft_kv, dtype=np.float64)
 
     @staticmethod
@@ -328,10 +339,13 @@ class ScenarioModel:
             m.head_dim * b_kv if m.attention_kind == "mla" else 2.0 * kv_rank * m.head_dim * b_kv
         )
         scale = layers / m.layers
-        sliding = min(m.sliding_layers, m.layers) * scale if m.sliding_window else 0.0
-        full = layers - sliding
+        sliding = min(m.sliding_layers, m.n_attention_layers) * scale if m.sliding_window else 0.0
+        full = m.n_attention_layers * scale - sliding
         s_slide = np.minimum(s, m.sliding_window) if sliding else s
-        return np.asarray(b * per_token_layer * (full * s + sliding * s_slide), dtype=np.float64)
+        kv = b * per_token_layer * (full * s + sliding * s_slide)
+        if m.mamba is not None:  # Mamba-2 layers: one recurrent state per sequence, any context
+            kv = kv + b * m.mamba_layers * scale * m.mamba.state_bytes_per_seq() / lm.tp
+        return np.asarray(kv, dtype=np.float64)
 
     def acceptance(self, draft_len: npt.ArrayLike) -> ALResult:
         sc = self.r.scenario

@@ -66,12 +66,13 @@ def routed_experts_roofline(hw: HardwareSpec, shape: MoeShape, n: npt.ArrayLike,
     tokens = _f(n)
     b = BYTES_PER_ELEMENT[dtype]
     width = shape.inter / shape.tp
+    h, mats = shape.hidden, shape.mlp_matrices
     touched = unique_experts(tokens, shape.num_experts, shape.topk)
-    flops = 2.0 * tokens * shape.topk * 3.0 * shape.hidden * width
-    nbytes = touched * 3.0 * shape.hidden * width * b + tokens * shape.topk * (
-        2.0 * shape.hidden + 3.0 * width
+    flops = 2.0 * tokens * shape.topk * mats * h * width
+    nbytes = touched * mats * h * width * b + tokens * shape.topk * (
+        2.0 * h + mats * width
     ) * b
-    outputs = tokens * shape.topk * (2.0 * width + shape.hidden)  # gate-up and down outputs
+    outputs = tokens * shape.topk * ((mats - 1.0) * width + h)  # gate-up and down outputs
     return gemm_roofline(hw, flops, nbytes, dtype, kernels=2, outputs=outputs)
 
 
@@ -197,7 +198,8 @@ class LayerModel:
         if ffn <= 0:
             return np.zeros_like(n)
         h = self.model.hidden
-        up = self._gemm(n, 2.0 * ffn / self.tp, h)
+        # gate + up (SwiGLU) or up alone (relu²), then down
+        up = self._gemm(n, (self.model.mlp_matrices - 1.0) * ffn / self.tp, h)
         down = self._gemm(n, h, ffn / self.tp)
         return up + down
 
@@ -214,8 +216,9 @@ class LayerModel:
     def moe_shape(self) -> MoeShape:
         """The MoE layer as the tables key it; experts shard by TP (no expert parallelism)."""
         m = self.model
-        return MoeShape(int(m.hidden), int(m.moe_intermediate), int(m.experts_per_tok),
-                        int(m.n_routed_experts), tp=self.tp, ep=1)
+        return MoeShape(int(m.expert_hidden), int(m.moe_intermediate), int(m.experts_per_tok),
+                        int(m.n_routed_experts), tp=self.tp, ep=1,
+                        mlp_matrices=float(m.mlp_matrices))
 
     def attention(
         self, batch: FloatArray, width: FloatArray, context: FloatArray, group: FloatArray,
@@ -272,6 +275,54 @@ class LayerModel:
                     self.hw, bb, np.minimum(ss, ctx_cap) if ctx_cap else ss, kv_rank, g_rank,
                     1.0, head_dim_qk=m.head_dim, kv_dtype=self.kv_dtype).time_s)
         return t
+
+    # -- per-layer groups (hybrid and NAS models: ModelSpec's layer-group fields) ----------
+    def dense_mlp_groups(self, n: FloatArray, scale: float) -> FloatArray:
+        """The dense MLP layers, one GEMM pair per width (a NAS model's per-layer widths)."""
+        out = np.zeros_like(n)
+        for count, width in self.model.dense_ffn_groups():
+            out = out + count * scale * self.dense_mlp(n, width)
+        return out
+
+    def moe_latent_projections(self, n: FloatArray) -> FloatArray:
+        """A latent MoE's hidden → latent and latent → hidden projections around the experts."""
+        m = self.model
+        if not m.moe_latent:
+            return np.zeros_like(n)
+        return self._gemm(n, m.moe_latent, m.hidden) + self._gemm(n, m.hidden, m.moe_latent)
+
+    def linear_blocks(self, n: FloatArray) -> FloatArray:
+        """A NAS block replaced by one hidden × hidden linear."""
+        h = self.model.hidden
+        return self._gemm(n, h / self.tp, h)
+
+    def mamba_projections(self, n: FloatArray) -> FloatArray:
+        """One Mamba-2 layer's in_proj (z, x, B, C, dt) and out_proj, heads split over TP."""
+        m = self.model
+        if m.mamba is None:
+            return np.zeros_like(n)
+        return (self._gemm(n, m.mamba.in_proj_width() / self.tp, m.hidden)
+                + self._gemm(n, m.hidden, m.mamba.d_inner / self.tp))
+
+    def mamba_scan(self, batch: FloatArray, width: FloatArray) -> FloatArray:
+        """One Mamba-2 layer's conv + selective scan over W tokens of B sequences: memory-bound
+        at decode — each sequence's state is read once and written once per verified token
+        (the 1+D states kept so rejected draft tokens roll back: an assumption), the inputs
+        read and outputs written per token; the context does not enter (no KV cache)."""
+        m = self.model
+        if m.mamba is None:
+            return _zeros(batch, width)
+        mb, hw = m.mamba, self.hw
+        act_b = 2.0  # bf16 activations
+        state = mb.state_bytes_per_seq(act_b) / self.tp
+        per_token = (mb.in_proj_width() + mb.d_inner) * act_b / self.tp
+        nbytes = batch * (state * (1.0 + width) + width * per_token)
+        # dA·h + dB·x per state element, then C·h: ~6 FLOP per element per token
+        flops = 6.0 * batch * width * mb.d_inner * mb.d_state / self.tp
+        compute = flops / (hw.bf16_flops_per_s * hw.attention_compute_efficiency)
+        memory = nbytes / (hw.hbm_bw_bytes_per_s * hw.attention_memory_efficiency)
+        return np.asarray(np.maximum(np.maximum(compute, memory), 2.0 * hw.kernel_floor_s),
+                          dtype=np.float64)
 
     def elementwise_bytes_per_token(self, ffn_per_rank: float) -> float:
         """HBM bytes one token moves per layer in the memory-bound ops between the GEMMs, as
@@ -344,24 +395,33 @@ class LayerModel:
         n_layers = float(layers if layers is not None else m.layers)
         scale = n_layers / m.layers
         moe_layers = m.moe_layers * scale
-        dense_layers = n_layers - moe_layers
-        sliding = min(m.sliding_layers, m.layers) * scale if m.sliding_window else 0.0
-        full_attn_layers = n_layers - sliding
+        attn_layers = m.n_attention_layers * scale
+        sliding = min(m.sliding_layers, m.n_attention_layers) * scale if m.sliding_window else 0.0
+        full_attn_layers = attn_layers - sliding
 
         shape = _zeros(n, s, g)
-        gemm = shape + n_layers * self.projection_gemms(n, g) + dense_layers * self.dense_mlp(
-            n, m.ffn_intermediate
-        )
+        gemm = shape + attn_layers * self.projection_gemms(n, g) + self.dense_mlp_groups(n, scale)
         moe = shape.copy()
         if m.is_moe:
             shared = self.dense_mlp(n, m.n_shared_experts * m.moe_intermediate)
-            moe = moe + moe_layers * (self.routed_experts(n) + shared)
+            moe = moe + moe_layers * (self.routed_experts(n) + shared
+                                      + self.moe_latent_projections(n))
         attention = shape + full_attn_layers * self.attention(b, w, s, g)
         if sliding:
             attention = attention + sliding * self.attention(b, w, s, g, layers_sliding=True)
-        comm = shape + n_layers * self.allreduce(n)
-        overhead = shape + self.layer_launches(n_layers) + self.elementwise(
-            n, n_layers, moe_layers if m.is_moe else 0.0)
+        if m.linear_blocks:
+            gemm = gemm + m.linear_blocks * scale * self.linear_blocks(n)
+        if m.mamba_layers:  # the scan is the layer's sequence mixer: priced with attention
+            mamba = m.mamba_layers * scale
+            gemm = gemm + mamba * self.mamba_projections(n)
+            attention = attention + mamba * self.mamba_scan(b, w)
+        # A hybrid / NAS layer has fewer blocks than attention + MLP (the uniform transformer's
+        # factor is exactly 1): all-reduces, launches and elementwise traffic follow the blocks
+        # (a hybrid's elementwise traffic as that many transformer half-layers: an estimate).
+        blocks = n_layers * m.blocks_per_layer
+        comm = shape + blocks * self.allreduce(n)
+        overhead = shape + self.layer_launches(blocks) + self.elementwise(
+            n, blocks, min(moe_layers, blocks) if m.is_moe else 0.0)
         if include_step_overhead:
             overhead = overhead + self.hw.step_overhead_s
         lm = shape + self.lm_head(b * w)

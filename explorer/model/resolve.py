@@ -8,6 +8,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from explorer.base.errors import ScenarioError
+from explorer.base.limits import MAX_DRAFT_LEN
 from explorer.presets import (
     DEFAULT_DRAFT_MODEL,
     hardware_presets,
@@ -34,6 +35,9 @@ class Resolved(BaseModel):
     draft_model: ModelSpec | None
     group: float
     layers: int
+    # A drafter head's own shapes (its config.json's hidden/intermediate/heads); None: the
+    # head runs at the target's dims.
+    head: ModelSpec | None = None
 
 
 def _pick(table: Mapping[str, T], slug: str, field_name: str) -> T:
@@ -84,7 +88,33 @@ def apply_drafter(mech: MechanismSpec, drafter: DrafterSpec | None) -> Mechanism
     update: dict[str, object] = {"draft_layers": drafter.draft_layers}
     if drafter.kind == "eagle3":
         update["draft_vocab"] = drafter.draft_vocab
+    if drafter.block_size is not None and mech.is_block:
+        # A block drafter fills block_size positions: the anchor and D ≤ block_size − 1 drafts.
+        top = max(1, min(drafter.block_size - 1, MAX_DRAFT_LEN))
+        update.update(max_draft_len=top, default_draft_len=min(mech.default_draft_len, top))
     return mech.model_copy(update=update)
+
+
+def head_model(target: ModelSpec, drafter: DrafterSpec | None,
+               mech: MechanismSpec) -> ModelSpec | None:
+    """A drafter head's own shapes as a dense model (the target's where its config gives none);
+    None where the head runs at the target's dims (the presets' heads)."""
+    if drafter is None or drafter.kind != mech.slug:
+        return None
+    own = {"hidden": drafter.hidden, "ffn_intermediate": drafter.intermediate,
+           "q_heads": drafter.q_heads, "kv_heads": drafter.kv_heads,
+           "head_dim": drafter.head_dim}
+    given = {k: v for k, v in own.items() if v is not None}
+    dense_ffn = target.ffn_intermediate or target.moe_intermediate * (
+        target.experts_per_tok + target.n_shared_experts)
+    base = {"hidden": target.hidden, "ffn_intermediate": dense_ffn, "q_heads": target.q_heads,
+            "kv_heads": target.kv_heads, "head_dim": target.head_dim}
+    if not given or all(base[k] == v for k, v in given.items()):
+        return None
+    return ModelSpec(
+        slug=f"{target.slug}:head", name=f"{drafter.name} (head)", role="draft",
+        layers=max(drafter.draft_layers or 1, 1), vocab=target.vocab, gated_mlp=True,
+        **{**base, **given})
 
 
 def _default_draft(scenario: Scenario, model: ModelSpec) -> str | None:
@@ -128,4 +158,5 @@ def resolve(scenario: Scenario) -> Resolved:
         draft_model=draft,
         group=group,
         layers=scenario.layers if scenario.layers is not None else model.layers,
+        head=head_model(model, scenario.custom_drafter, mech),
     )

@@ -42,6 +42,8 @@ from pydantic import Field, ValidationError
 from explorer.base.dtypes import KV_DTYPES, WEIGHT_DTYPES, normalize_dtype
 from explorer.base.engines import DEFAULT_ENGINE, SERVING_ENGINES
 from explorer.base.limits import MAX_DRAFT_LEN, VIEW_MAX_DRAFT_LEN
+from explorer.specs.architecture import DrafterSpec, ModelSpec
+from explorer.specs.compact import MAX_PACKED_CHARS, pack, packed_problem
 from explorer.specs.deployment import DEFAULT_PROFILE_URL, URL_MAX_CHARS, url_problem
 
 Scalar = int | float | str
@@ -122,6 +124,12 @@ class Setting:
         """The argparse attribute of the flag."""
         return (self.flag or "").removeprefix("--").replace("-", "_")
 
+
+# Examples of packed custom specs (the tests' round trips; any valid spec packs the same way).
+_EXAMPLE_MODEL = ModelSpec(slug="hf-example-00000000", name="example", layers=2, hidden=64,
+                           q_heads=4, kv_heads=2, head_dim=16, ffn_intermediate=128, vocab=1000)
+_EXAMPLE_DRAFTER = DrafterSpec(kind="eagle3", name="example head", draft_layers=1,
+                               draft_vocab=32000)
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("hw", "hardware", "Hardware", str, "h200", "Scenario", field="hardware",
@@ -211,6 +219,18 @@ SETTINGS: tuple[Setting, ...] = (
             examples=("h1-1_8-2_64-1~b2048-3_32768-1~s",
                       "d8_8_8_8_8_8_8_8_16_16_16_16_32_32_32_32_16_16_16_16_8_8_8_8~l4096-1.5-6~"
                       "eagle3/Llama-3.3-70B-Instruct/MT-bench*2|scenario*1~p0")),
+    # A model or drafter read from a config.json (Measured data page), packed whole into the
+    # link (explorer/specs/compact.py): the view's `cm` is the Scenario's custom_model (and
+    # its slug the model), `cd` its custom_drafter. New keys: links without them keep the
+    # presets.
+    Setting("cm", "custom target model", "Target model from a config.json", str, "",
+            "Scenario", description="a target model read from a config.json, packed (canonical "
+            "JSON, zlib, base64url)", kind="text", validate=packed_problem(ModelSpec),
+            max_chars=MAX_PACKED_CHARS, page="data", examples=(pack(_EXAMPLE_MODEL),)),
+    Setting("cd", "custom drafter", "Drafter from a config.json", str, "", "Scenario",
+            description="a drafter read from a config.json, packed (canonical JSON, zlib, "
+            "base64url)", kind="text", validate=packed_problem(DrafterSpec),
+            max_chars=MAX_PACKED_CHARS, page="data", examples=(pack(_EXAMPLE_DRAFTER),)),
     # View-only targets: they shape the Pareto and cost answers, not the scenario.
     Setting("slo", "per-user SLO (tokens/s)", "Per-user speed target (tokens/s)", float, 30.0,
             "Targets", description="per-user speed target (tokens/s) for the view",

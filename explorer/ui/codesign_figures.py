@@ -6,28 +6,44 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+NO_FIT_GREY = "#d4d4d4"
+NO_FIT_NAME = "does not fit in memory"
+
 
 def best_speedup_heatmap(designs: pd.DataFrame, x: str = "group", y: str = "layers",
                          title: str = "") -> go.Figure:
     """Best speedup per design over two axes (G and L_target by default), each cell labelled
-    with its best D; a cell whose design does not fit in memory says so (its speedup is the
-    speed-only best, hatched by the label)."""
+    with its best D. A design that does not fit in memory is a grey cell of its own trace (out
+    of the colour scale), labelled "(no fit)" with its speed-only best."""
     xs = sorted(designs[x].unique())
     ys = sorted(designs[y].unique())
     z = np.full((len(ys), len(xs)), np.nan)
     text = np.full((len(ys), len(xs)), "", dtype=object)
+    no_fit = np.full((len(ys), len(xs)), np.nan)
+    no_fit_text = np.full((len(ys), len(xs)), "", dtype=object)
     for _, row in designs.iterrows():
         i, j = ys.index(row[y]), xs.index(row[x])
-        fits = bool(row["fits_in_memory"])
-        z[i, j] = row["best_speedup"] if fits else row["speed_best_speedup"]
-        d = int(row["best_draft_len"] if fits else row["speed_best_draft_len"])
-        text[i, j] = f"D={d}" + ("" if fits else " (no fit)")
+        if bool(row["fits_in_memory"]):
+            z[i, j] = row["best_speedup"]
+            text[i, j] = f"D={int(row['best_draft_len'])}"
+        else:
+            no_fit[i, j] = row["speed_best_speedup"]
+            no_fit_text[i, j] = (f"{row['speed_best_speedup']:.2f}× at "
+                                 f"D={int(row['speed_best_draft_len'])} (no fit)")
+    x_labels, y_labels = [str(v) for v in xs], [str(v) for v in ys]
     fig = go.Figure(go.Heatmap(
-        x=[str(v) for v in xs], y=[str(v) for v in ys], z=z, text=text,
+        x=x_labels, y=y_labels, z=z, text=text, name="fits",
         texttemplate="%{z:.2f}×<br>%{text}", colorscale="Viridis",
         colorbar={"title": "best speedup"},
         hovertemplate=f"{x}=%{{x}}<br>{y}=%{{y}}<br>speedup %{{z:.3f}}×<br>%{{text}}"
                       "<extra></extra>"))
+    if np.isfinite(no_fit).any():
+        fig.add_trace(go.Heatmap(
+            x=x_labels, y=y_labels, z=no_fit, text=no_fit_text, name=NO_FIT_NAME,
+            colorscale=[[0.0, NO_FIT_GREY], [1.0, NO_FIT_GREY]], showscale=False,
+            texttemplate="%{text}", textfont={"color": "#444444"},
+            hovertemplate=f"{x}=%{{x}}<br>{y}=%{{y}}<br>{NO_FIT_NAME}: speed-only best "
+                          "%{text}<extra></extra>"))
     fig.update_layout(title=title or f"Best speedup over ({x}, {y})",
                       xaxis_title="G (query heads per KV head)" if x == "group" else x,
                       yaxis_title="L_target (layers)" if y == "layers" else y,

@@ -48,5 +48,7 @@ def render(scenario: Callable[[], Scenario | None]) -> None:
         return
     st.plotly_chart(best_speedup_heatmap(df), key="cd_heatmap")
     st.caption("Tile boundary: verification stays in one 128-row attention tile up to "
-               "D = 128/G_rank − 1 (column tile_free_draft_len).")
+               "D = 128/G_rank − 1 (column tile_free_draft_len). Grey cells do not fit in "
+               "memory at this batch and context: their label is the speed-only best "
+               "(no fit), outside the colour scale.")
     st.dataframe(df, hide_index=True)

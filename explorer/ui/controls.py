@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from explorer.interfaces import view_state as us
-from explorer.presets import hardware_presets, mechanism_presets, model_presets, sample_curves
+from explorer.presets import model_presets, sample_curves
 from explorer.specs.settings import SETTINGS, Setting
 from explorer.ui.text import md_text
 
@@ -30,6 +30,10 @@ def check_url_once() -> None:
     raw = {k: st.query_params.get_all(k) for k in st.query_params}
     view = us.decode(raw)
     st.session_state[WARNINGS_KEY] = list(view.warnings)
+    # Widgets the sidebar links itself (shown by name, linked by slug) take the link's value here.
+    st.session_state.update({s.key: view.values[s.key] for s in SETTINGS
+                             if us.shown_by_name(s) and s.key in raw
+                             and s.key not in view.fell_back})
     resets = {key: view.values[key] for key in view.fell_back}
     st.session_state.update(resets)  # a bound widget ignores a bad value: start at the default
     if view.respelled:
@@ -45,7 +49,8 @@ def check_url_once() -> None:
         st.rerun()
     # …but on its first run a widget takes a value it can show from the link (W=4 that D=7
     # rules out), whatever the session says; from the second run on, the session's value wins.
-    if any(key in st.query_params for key in resets):
+    if any(key in st.query_params and not us.shown_by_name(us.PARAM_BY_KEY[key].setting)
+           for key in resets):
         st.session_state[RESETS_KEY] = resets
 
 
@@ -83,21 +88,30 @@ def _format(s: Setting, v: dict[str, Any]) -> Callable[[Any], str]:
 
 
 def _caption(s: Setting, value: Any) -> str | None:
-    if s.key == "hw":
-        return hardware_presets()[value].name
-    if s.key == "m":
-        return model_presets()[value].name
-    if s.key == "mech":
-        return mechanism_presets()[value].name
     if s.key == "curve" and value:
         return str(sample_curves()[value].source_text[:200])
     return None
 
 
+def link(s: Setting, value: Any) -> None:
+    """Write a setting's value into the link where it differs (a write sends the whole query
+    string as this run read it: never more often than the value changes)."""
+    text = us.linked_value(s, value)
+    if text is None:
+        if s.key in st.query_params:
+            del st.query_params[s.key]
+    elif st.query_params.get(s.key) != text:
+        st.query_params[s.key] = text
+
+
 def _widget(s: Setting, v: dict[str, Any]) -> Any:
     sb = st.sidebar
-    # Bound widgets write their *displayed* option into the URL, so options are the raw values.
-    common: dict[str, Any] = {"key": s.key, "bind": "query-params", "help": s.help}
+    # A bound widget writes its *displayed* option into the URL: its options are the raw values.
+    # Preset choices are shown by name instead, and linked by slug here (`link`).
+    named = us.shown_by_name(s)
+    common: dict[str, Any] = {"key": s.key, "help": s.help}
+    if not named:
+        common["bind"] = "query-params"
     if s.applies_when is not None:
         other, wanted = s.applies_when
         common["disabled"] = v.get(other) != wanted
@@ -116,12 +130,21 @@ def _widget(s: Setting, v: dict[str, Any]) -> Any:
     if st.session_state.get(s.key, s.default) not in options:  # choices follow other settings
         st.session_state[s.key] = s.default
     fmt = _format(s, v)
+    if named:  # the "none" choice (no draft model) keeps its label
+        labels = us.preset_labels(s, [o for o in options if o != s.none_value])
+        plain = fmt
+        fmt = lambda x: labels.get(x) or plain(x)  # noqa: E731
     if s.kind == "radio":
         return sb.radio(s.label, options, horizontal=True, format_func=fmt, **common)
     if s.kind == "select_slider":
         return sb.select_slider(s.label, options, value=s.default, format_func=fmt, **common)
-    return sb.selectbox(s.label, options, index=options.index(s.default), format_func=fmt,
-                        **common)
+    # The session's value wins over `index` (a keyed widget); index 0 then says so to Streamlit,
+    # which logs a warning for a default given beside a value set in the session.
+    index = 0 if named and s.key in st.session_state else options.index(s.default)
+    value = sb.selectbox(s.label, options, index=index, format_func=fmt, **common)
+    if named:
+        link(s, value)
+    return value
 
 
 def page_setting(s: Setting) -> Any:
@@ -131,10 +154,7 @@ def page_setting(s: Setting) -> Any:
         raw = st.query_params.get_all(s.key)
         st.session_state[s.key] = us.decode({s.key: raw}).values[s.key] if raw else s.default
     value = st.session_state[s.key]
-    if value != s.default:
-        st.query_params[s.key] = us.spelled(value)
-    elif s.key in st.query_params:
-        del st.query_params[s.key]
+    link(s, value)
     return value
 
 
@@ -155,6 +175,8 @@ def sidebar() -> dict[str, Any]:
             and v.get(s.applies_when[0]) != s.applies_when[1]
         if hidden:
             v[s.key] = st.session_state.get(s.key, s.default)
+            if us.shown_by_name(s):  # not shown: out of the link, as a bound widget's value goes
+                link(s, s.default)
             continue
         v[s.key] = _widget(s, v)
         caption = _caption(s, v[s.key])

@@ -3,11 +3,17 @@
 Every chart of the page has a name; `chart(js, name, options)` builds it from the scenario's JSON
 (the cache key) and the view's chart options, once per process: the same scenario in another
 session, or a view switched back to, costs a dictionary lookup. Only the charts of the view on
-screen are asked for; the Export view asks for them all (same cache)."""
+screen are asked for; the Export view asks for them all (same cache).
+
+The caches are bounded in-process LRU maps (functools.lru_cache), not st.cache_data: a hit costs
+a dictionary lookup, where st.cache_data hashes the key and unpickles a copy of the value on
+every call (~1 ms each, a dozen calls a rerun). The values are frozen results and finished
+figure specs shared read-only by every session."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import plotly.graph_objects as go
@@ -47,10 +53,12 @@ def _without(js: str, *fields: str) -> str:
     return sc.model_copy(update={f: reset[f] for f in fields}).model_dump_json()
 
 
+@lru_cache(maxsize=512)
 def point_free(js: str) -> str:
     return _without(js, "batch", "draft_len")
 
 
+@lru_cache(maxsize=512)
 def d_free(js: str) -> str:
     return _without(js, "draft_len")
 
@@ -61,19 +69,19 @@ DATA_KEY: dict[str, Callable[[str], str]] = {
 }
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
+@lru_cache(maxsize=128)
 def evaluation(js: str) -> Evaluation:
     return evaluate(Scenario.model_validate_json(js))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@lru_cache(maxsize=64)
 def _ranking(js: str) -> Recommendation:
     return recommend(Scenario.model_validate_json(js))
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
+@lru_cache(maxsize=128)
 def _guidelines(js: str) -> list[Guideline]:
-    return guidelines(Scenario.model_validate_json(js))
+    return guidelines(Scenario.model_validate_json(js), evaluation(js).attention_fraction)
 
 
 def recommendation(js: str) -> Recommendation:
@@ -99,7 +107,7 @@ def data(js: str, name: str) -> Any:
     return _data(key(js) if key is not None else js, name)
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@lru_cache(maxsize=256)
 def _data(js: str, name: str) -> Any:
     sc = Scenario.model_validate_json(js)
     make: dict[str, Callable[[], Any]] = {
@@ -235,13 +243,13 @@ class FigureSpec(go.Figure):  # type: ignore[misc]
         return self._spec
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+@lru_cache(maxsize=256)
 def _base(base_js: str, name: str, options: Options) -> Spec | None:
     fig = _figure(base_js, name, dict(options), with_point=False)
     return None if fig is None else fig.to_dict()
 
 
-@st.cache_resource(max_entries=512, show_spinner=False)
+@lru_cache(maxsize=512)
 def chart(js: str, name: str, options: Options = ()) -> go.Figure | None:
     """The chart as shown: a cached base and this scenario's point."""
     key = POINT_BASE.get(name)
@@ -257,6 +265,18 @@ def chart(js: str, name: str, options: Options = ()) -> go.Figure | None:
         layout["shapes"] = [*layout.get("shapes", []), *shapes]
         layout["annotations"] = [*layout.get("annotations", []), *notes]
     return FigureSpec({**base, "data": [*base["data"], *traces], "layout": layout})
+
+
+@lru_cache(maxsize=256)
+def unmarked(js: str, name: str, options: Options = ()) -> go.Figure | None:
+    """The chart without the scenario's own point: one spec for every point it does not depend
+    on, so a D (or B) move leaves the drawn chart alone — Streamlit identifies a chart by its
+    spec, and a changed spec is drawn anew (remounted, ~0.2–0.4 s a heatmap here)."""
+    key = POINT_BASE.get(name)
+    if key is None:
+        return chart(js, name, options)
+    base = _base(key(js), name, options)
+    return None if base is None else FigureSpec(base)
 
 
 # name → the view it is drawn in; the Export view offers them all.

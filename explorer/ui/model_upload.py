@@ -1,39 +1,50 @@
 """Bring your own model: a Hugging Face config.json (uploaded or pasted) as the target model, the
 external draft model or the drafter head (explorer/measured/hf_config.py parses it).
 
-The model chosen here travels in the explorer's scenario (`custom_model` / `custom_drafter`),
-so Save & share stores it and its `?s=<id>` link reopens it; a plain URL link cannot carry a
-whole config and keeps the preset. Config text is user input: shown with md_text, never as
-markdown.
+The model chosen here is the view's `cm` / `cd` setting (explorer/specs/settings.py): the spec
+packed into the URL (explorer/specs/compact.py), so a plain link carries it, and the explorer's
+scenario has it as `custom_model` / `custom_drafter`, so Save & share stores it too. Config text
+is user input: shown with md_text, never as markdown.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import streamlit as st
 
 from explorer.base.limits import MAX_FILE_BYTES, MAX_PROBLEMS
+from explorer.interfaces.view_state import CUSTOM_DRAFTER_KEY, CUSTOM_MODEL_KEY, view_of_custom
 from explorer.measured.hf_config import HfModelConfig, parse_config, parse_drafter
 from explorer.specs.architecture import DrafterSpec, ModelSpec
+from explorer.specs.compact import pack, unpack
 from explorer.specs.scenario import Scenario
 from explorer.ui.text import md_text
 
-TARGET = "_custom_target"  # the ModelSpec used as the target, or None
-DRAFTER = "_custom_drafter"  # the DrafterSpec used as the drafter, or None
+TARGET = CUSTOM_MODEL_KEY  # the packed ModelSpec used as the target, or ""
+DRAFTER = CUSTOM_DRAFTER_KEY  # the packed DrafterSpec used as the drafter, or ""
+T = TypeVar("T", ModelSpec, DrafterSpec)
 PARSED = "_custom_parsed"  # (label, text, HfModelConfig) of the last upload or paste
 UPLOAD_KEY = "model_config_upload"
 PASTE_KEY = "model_config_paste"
 
 
+def _unpacked(key: str, cls: type[T]) -> T | None:
+    value = st.session_state.get(key)
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        return unpack(value, cls)
+    except ValueError:  # decode() named a bad link value and fell back: not reached
+        return None
+
+
 def target() -> ModelSpec | None:
-    value = st.session_state.get(TARGET)
-    return value if isinstance(value, ModelSpec) else None
+    return _unpacked(TARGET, ModelSpec)
 
 
 def drafter() -> DrafterSpec | None:
-    value = st.session_state.get(DRAFTER)
-    return value if isinstance(value, DrafterSpec) else None
+    return _unpacked(DRAFTER, DrafterSpec)
 
 
 def updates() -> dict[str, Any]:
@@ -50,8 +61,7 @@ def updates() -> dict[str, Any]:
 
 def load_saved(scenario: Scenario) -> None:
     """A saved scenario's own models become this session's choice (the ?s= link carries them)."""
-    st.session_state[TARGET] = scenario.custom_model
-    st.session_state[DRAFTER] = scenario.custom_drafter
+    st.session_state.update(view_of_custom(scenario))
 
 
 def _parse(label: str, text: str) -> None:
@@ -78,7 +88,7 @@ def _on_paste() -> None:
 
 
 def _use_target(res: HfModelConfig) -> None:
-    st.session_state[TARGET] = res.model
+    st.session_state[TARGET] = pack(res.model) if res.model is not None else ""
     # The checkpoint's quantization sets the dtypes (callbacks run before the widgets exist).
     if res.weights_dtype is not None:
         st.session_state["dt"] = res.weights_dtype
@@ -87,14 +97,14 @@ def _use_target(res: HfModelConfig) -> None:
 
 
 def _use_draft(label: str, text: str) -> None:
-    st.session_state[DRAFTER] = parse_drafter(text, name=label).drafter
-    d = drafter()
+    d = parse_drafter(text, name=label).drafter
+    st.session_state[DRAFTER] = pack(d) if d is not None else ""
     if d is not None:
         st.session_state["mech"] = "external" if d.kind == "external" else d.kind
 
 
 def _clear(key: str) -> None:
-    st.session_state[key] = None
+    st.session_state[key] = ""
 
 
 def sidebar_note() -> None:
@@ -102,8 +112,8 @@ def sidebar_note() -> None:
     m, d = target(), drafter()
     if m is not None:
         st.sidebar.info(md_text(f"Target model: {m.name} (your config.json) — replaces the "
-                                "Target model choice. A plain URL link does not carry it: "
-                                "Save & share's link does."), icon=":material/upload_file:")
+                                "Target model choice; the link carries it."),
+                        icon=":material/upload_file:")
     if d is not None:
         st.sidebar.info(md_text(f"Drafter: {d.name} ({d.kind}, your config.json)"),
                         icon=":material/upload_file:")
@@ -121,7 +131,7 @@ def render() -> None:
     st.subheader("Your model: a Hugging Face config.json")
     st.caption("A target's or a drafter's config.json (EAGLE-3 head, DFlash/DSpark block "
                "drafter, or a draft model). Only its numbers are read: auto_map and remote code "
-               "are ignored. Save & share keeps it in the link.")
+               "are ignored. The link (and Save & share) carries the model you use.")
     st.file_uploader("Upload config.json", key=UPLOAD_KEY, type=["json"], on_change=_on_upload)
     st.text_area("…or paste it", key=PASTE_KEY, height=120, max_chars=MAX_FILE_BYTES)
     st.button("Read the pasted config", key="model_config_read", on_click=_on_paste)

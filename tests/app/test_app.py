@@ -190,3 +190,36 @@ def test_a_link_value_that_is_not_plain_or_not_offered_is_named_and_the_default_
     assert widget_value(at, key) == us.PARAM_BY_KEY[key].default
     extra = {"mechanism": "external"} if "mech" in params else {}
     assert metric(at, "Speedup") == speedup_of(**extra)
+
+
+def test_preset_selects_show_names_and_the_link_keeps_slugs():
+    from explorer.presets import hardware_presets, mechanism_presets, model_presets
+
+    at = run_app(hw="h100", m="llama-3.1-8b", v="1")  # an old link opens as it did
+    hw, m, mech = at.selectbox(key="hw"), at.selectbox(key="m"), at.selectbox(key="mech")
+    assert (hw.value, m.value, mech.value) == ("h100", "llama-3.1-8b", "eagle3")
+    assert hardware_presets()["h200"].name in hw.options and "h200" not in hw.options
+    assert model_presets()["llama-3.1-70b"].name in m.options
+    assert mechanism_presets()["eagle3"].name in mech.options
+    assert metric(at, "Speedup") == speedup_of(hardware="h100", model="llama-3.1-8b")
+    at.selectbox(key="hw").set_value("b200").run()
+    at.selectbox(key="mech").set_value("mtp").run()
+    assert (at.query_params["hw"], at.query_params["mech"]) == ("b200", "mtp")
+    assert at.query_params["m"] == "llama-3.1-8b"
+    at.selectbox(key="hw").set_value("h200").run()  # the default: left out, as bound widgets do
+    assert "hw" not in at.query_params
+    assert metric(at, "Speedup") == speedup_of(model="llama-3.1-8b", mechanism="mtp")
+
+
+def test_a_bad_preset_in_the_link_falls_back_and_leaves_the_link():
+    at = run_app(hw="h900", v="1")
+    assert "'hw=h900'" in " ".join(w.value for w in at.warning)
+    assert at.selectbox(key="hw").value == "h200" and "hw" not in at.query_params
+
+
+def test_a_draft_model_link_opens_and_leaves_the_link_when_not_applicable():
+    at = run_app(mech="external", dm="llama-3.2-1b", v="1")
+    assert at.selectbox(key="dm").value == "llama-3.2-1b"
+    assert at.query_params["dm"] == "llama-3.2-1b"
+    at.selectbox(key="mech").set_value("eagle3").run()
+    assert "dm" not in at.query_params and "mech" not in at.query_params

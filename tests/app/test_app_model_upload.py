@@ -13,6 +13,8 @@ from streamlit.testing.v1 import AppTest
 from explorer import evaluate
 from explorer.interfaces.store import default_store
 from explorer.measured.hf_config import read_shipped, shipped_config_paths
+from explorer.specs.architecture import DrafterSpec, ModelSpec
+from explorer.specs.compact import pack, unpack
 from explorer.specs.scenario import Scenario
 from tests.support.apptest import goto, run_app
 
@@ -45,7 +47,7 @@ def test_a_pasted_config_is_the_target_and_travels_in_the_saved_link():
     spec = read_shipped(QWEN_32B).model
     assert spec is not None
     goto(at, "")  # the Explorer (the default page)
-    pasted = at.session_state["_custom_target"]
+    pasted = unpack(at.session_state["cm"], ModelSpec)
     sc = Scenario(tp=2, model=pasted.slug, custom_model=pasted)  # the app's defaults
     assert (pasted.layers, pasted.hidden, pasted.q_heads) == (spec.layers, spec.hidden,
                                                               spec.q_heads)
@@ -61,6 +63,27 @@ def test_a_pasted_config_is_the_target_and_travels_in_the_saved_link():
     reopened = run_app(s=sid)
     assert metric(reopened, "Speedup") == metric(at, "Speedup")
     assert any("your config.json" in plain(i.value) for i in reopened.sidebar.info)
+    # a plain link carries it too: the page writes the packed spec to the URL
+    assert at.query_params["cm"] == pack(pasted)
+    linked = run_app(cm=pack(pasted))
+    assert metric(linked, "Speedup") == metric(at, "Speedup")
+    assert unpack(linked.session_state["cm"], ModelSpec) == pasted
+
+
+def test_a_link_with_a_custom_drafter_prices_it_and_a_tampered_one_is_named():
+    head = DrafterSpec(kind="eagle3", name="two-layer head", draft_layers=2, draft_vocab=32000)
+    at = run_app(cd=pack(head))
+    sc = Scenario(tp=2, custom_drafter=head)
+    assert metric(at, "Speedup") == f"{evaluate(sc).speedup:.2f}×"
+    assert metric(at, "Speedup") != f"{evaluate(Scenario(tp=2)).speedup:.2f}×"
+    bad = pack(head)[:-6] + "AAAAAA"
+    tampered = run_app(cm=bad)
+    shown = " ".join(plain(w.value) for w in tampered.warning)
+    assert "URL parameter 'cm=" in shown and "custom target model" in shown
+    assert metric(tampered, "Speedup") == f"{evaluate(Scenario(tp=2)).speedup:.2f}×"
+    huge = run_app(cm="A" * 5000)
+    assert "URL parameter 'cm' (custom target model): too long" in " ".join(
+        plain(w.value) for w in huge.warning)
 
 
 def test_a_bad_config_names_its_field_and_the_explorer_keeps_working():

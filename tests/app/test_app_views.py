@@ -108,3 +108,19 @@ def test_sources_page_shows_every_source_in_full():
         assert h.spec_source[-60:].replace("*", "") in text.replace("*", ""), h.slug
     for x in mechanism_presets().values():
         assert x.prior_source[-60:].replace("*", "") in text.replace("*", ""), x.slug
+
+
+def test_the_surface_charts_stay_the_same_while_d_moves_unless_the_point_is_marked():
+    """Streamlit draws a chart anew when its spec changes: unmarked, a D move sends the same
+    heatmaps (the browser keeps them); marked, they carry the current point."""
+    at = run_app()
+    specs = [c.proto.spec for c in at.get("plotly_chart")]
+    assert "Current point: B = 32, D = 3" in " ".join(c.value for c in at.caption)
+    at.slider(key="d").set_value(7).run()
+    assert [c.proto.spec for c in at.get("plotly_chart")] == specs
+    assert not any(t.get("name") == "current point"
+                   for s in specs for t in json.loads(s)["data"])
+    at.toggle(key="mark_point").set_value(True).run()
+    marked = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    points = [t for s in marked for t in s["data"] if t.get("name") == "current point"]
+    assert [p["y"] for p in points] == [[7.0], [7.0]]

@@ -211,3 +211,22 @@ def test_apply_recommendation_moves_the_sidebar_the_metrics_and_the_url(chromium
     assert metric_text(reopened, "Speedup") == f"{best.speedup:.2f}×"
     page.close()
     reopened.close()
+
+
+def test_preset_selects_show_names_and_write_slugs_into_the_link(chromium, app_url: str):
+    page = chromium.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(app_url + "/?hw=h100&v=1")  # a link from before names were shown
+    settle(page)
+    box = page.get_by_role("combobox", name="Hardware")
+    assert box.input_value() == "H100 SXM"
+    box.click()
+    page.get_by_role("option", name="B200 HGX (1000 W)").click()
+    settle(page)
+    assert re.search(r"[?&]hw=b200(&|$)", page.url), page.url
+    assert "B200" not in page.url
+    speedup = metric_text(page, "Speedup")
+    page.reload()
+    settle(page)
+    assert box.input_value() == "B200 HGX (1000 W)"
+    assert metric_text(page, "Speedup") == speedup
+    page.close()

@@ -1,6 +1,6 @@
 """In a real browser: upload a target's config.json on the Measured data page, see the model in
 the explorer (its numbers, the sidebar says so), save it and open the saved link in a fresh
-browser context."""
+browser context, and the plain link (the model packed in `cm=`) in another."""
 
 from __future__ import annotations
 
@@ -55,6 +55,8 @@ def test_an_uploaded_config_is_the_target_and_its_saved_link_reopens_it(
     shown = speedup(page)
     assert shown == f"{expected:.2f}×"
     assert shown != f"{evaluate(Scenario(tp=2)).speedup:.2f}×"  # not the preset's answer
+    plain_link = page.url  # the page writes the packed model into a plain link (`cm=`)
+    assert "cm=" in plain_link
 
     sidebar.get_by_test_id("stExpander").filter(has_text="Save & share").locator(
         "summary").click()
@@ -74,5 +76,12 @@ def test_an_uploaded_config_is_the_target_and_its_saved_link_reopens_it(
     assert "my Qwen3-32B config" in body and "Target model: config (your config.json)" in body
     assert other.locator("[data-testid='stException']").count() == 0
     other.screenshot(path=str(artifacts / "model_config_opened.png"), full_page=True)
+    linked_ctx = chromium.new_context(viewport={"width": 1400, "height": 2200})
+    linked = linked_ctx.new_page()
+    linked.goto(plain_link)  # no saved scenario: the link alone carries the model
+    settle(linked)
+    assert speedup(linked) == shown
+    assert "Target model: config (your config.json)" in linked.locator("body").inner_text()
     ctx.close()
     other_ctx.close()
+    linked_ctx.close()

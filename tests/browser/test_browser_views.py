@@ -89,3 +89,32 @@ def test_a_vertical_line_on_a_log_axis_is_drawn_at_its_value(chromium):
     assert abs(got["line"] - got["want"]) < 3, got  # was at log10(120) ≈ 2 tokens/s
     assert abs(got["note"] - got["want"]) < 40, got
     assert np.isfinite(got["want"])
+
+
+def test_a_d_move_leaves_the_surface_charts_drawn_unless_the_point_is_marked(chromium,
+                                                                             app_url: str):
+    """Streamlit draws a chart whose spec changed anew (a new element): unmarked, the heatmaps'
+    plotly nodes survive a D move; marked, they are replaced and carry the current point."""
+    page = chromium.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(app_url + "/?v=1")
+    settle(page)
+    page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg")
+    page.wait_for_timeout(1000)  # the first drawing done
+    tag = """() => document.querySelectorAll('.js-plotly-plot').forEach(
+        (g, i) => { g.dataset.tag = 'drawn' + i; })"""
+    tags = "() => [...document.querySelectorAll('.js-plotly-plot')].map(g => g.dataset.tag || '')"
+    page.evaluate(tag)
+    slider = page.get_by_role("slider", name="Draft length D")
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    settle(page)
+    assert "D = 4" in page.locator("body").inner_text()  # the caption names the point
+    assert page.evaluate(tags) == ["drawn0", "drawn1"]
+    page.get_by_text("Mark the current point on the charts").click()
+    settle(page)
+    page.evaluate(tag)
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    settle(page)
+    page.wait_for_function(f"() => ({tags})().join() === ','", timeout=30_000)
+    page.close()

@@ -225,6 +225,7 @@ def test_streamlit_config_has_production_defaults():
     assert server["enableCORS"] is True
     assert 0 < server["maxUploadSize"] <= 50
     assert browser["gatherUsageStats"] is False
+    assert cfg["runner"]["postScriptGC"] is False  # a full collection per rerun: most of its CPU
     text = (ROOT / ".streamlit" / "config.toml").read_text()
     for var in ("EXPLORER_DATABASE_URL", "EXPLORER_DATA_DIR", "STREAMLIT_SERVER_BASE_URL_PATH"):
         assert var in text, var

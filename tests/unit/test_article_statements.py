@@ -114,3 +114,12 @@ def test_guidelines_text_carries_numbers():
     g2 = next(g for g in gl if g.id == 2)
     assert g2.value == 15 and "G=8" in g2.text and "D = 128/G − 1 = 15" in g2.text
     assert g2.applies, "at B=256, S=128K attention dominates a 70B model's decode"
+
+
+@pytest.mark.parametrize("sc", [
+    Scenario(model="llama-3.1-70b", batch=256, context=131072, draft_len=3),
+    Scenario(batch=1, draft_len=0), Scenario(batch=64, context=32768, draft_len=15),
+])
+def test_guidelines_from_the_evaluations_attention_share_are_the_same(sc):
+    """The page passes Evaluation.attention_fraction instead of evaluating the grid again."""
+    assert guidelines(sc, evaluate(sc).attention_fraction) == guidelines(sc)

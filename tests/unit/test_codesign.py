@@ -104,7 +104,49 @@ def test_the_heatmap_has_one_cell_per_design_labelled_with_its_d():
     z = np.asarray(fig.data[0].z, dtype=float)
     assert z.shape == (2, 2) and np.isfinite(z).all()
     row = df[(df["group"] == 8) & (df["layers"] == 80)].iloc[0]
-    expected = row["best_speedup"] if row["fits_in_memory"] else row["speed_best_speedup"]
-    assert z[1, 1] == pytest.approx(expected)
+    assert bool(row["fits_in_memory"])
+    assert z[1, 1] == pytest.approx(row["best_speedup"])
     assert all("D=" in t for t in np.asarray(fig.data[0].text).ravel())
+    assert len(fig.data) == 1  # every design fits: no grey trace
     assert fig.layout.xaxis.type == "category" and fig.layout.yaxis.type == "category"
+
+
+def test_a_design_that_does_not_fit_is_a_grey_labelled_cell_outside_the_colour_scale():
+    from explorer.ui.codesign_figures import NO_FIT_GREY, NO_FIT_NAME
+
+    df = codesign(SC, {"group": [8], "layers": [40, 200]})
+    fits = dict(zip(df["layers"], df["fits_in_memory"], strict=True))
+    assert fits == {40: True, 200: False}  # 70B at 200 layers is ~350 GB over 2 GPUs
+    fig = best_speedup_heatmap(df)
+    assert len(fig.data) == 2
+    coloured, grey = fig.data
+    z, g = np.asarray(coloured.z, dtype=float), np.asarray(grey.z, dtype=float)
+    # rows are layers 40, 200: the coloured trace has only the fitting design, the grey one
+    # only the other, with its speed-only best and the label
+    assert np.isfinite(z[0, 0]) and np.isnan(z[1, 0])
+    assert np.isnan(g[0, 0]) and np.isfinite(g[1, 0])
+    row = df[df["layers"] == 200].iloc[0]
+    assert g[1, 0] == pytest.approx(row["speed_best_speedup"])
+    assert "(no fit)" in grey.text[1][0] and f"D={int(row['speed_best_draft_len'])}" in \
+        grey.text[1][0]
+    assert grey.name == NO_FIT_NAME and grey.showscale is False
+    assert {c for _, c in grey.colorscale} == {NO_FIT_GREY}
+    assert "(no fit)" not in " ".join(np.asarray(coloured.text).ravel())
+
+
+def test_a_hybrid_target_keeps_its_layer_mix_when_its_depth_varies():
+    from explorer.measured.hf_config import read_shipped, shipped_config_paths
+
+    path = next(p for p in shipped_config_paths() if "Nemotron-H-56B" in p.name)
+    base = read_shipped(path).model
+    assert base is not None and base.mamba is not None
+    half = design_model(base, {"layers": 59})
+    assert (half.layers, half.n_attention_layers, half.mamba_layers, half.n_mlp_layers) == \
+        (59, 5, 27, 27)
+    assert half.mamba == base.mamba
+    emb = 2 * base.vocab * base.hidden  # untied embedding and LM head stay
+    assert half.param_count() - emb == pytest.approx((base.param_count() - emb) / 2, rel=0.03)
+    sc = Scenario(model=base.slug, custom_model=base, tp=8, batch=16, context=8192)
+    df = codesign(sc, {"layers": [59, 118]})
+    assert df["best_speedup"].notna().all()
+    assert df["kv_bytes_per_token"].iloc[1] == pytest.approx(2 * df["kv_bytes_per_token"].iloc[0])

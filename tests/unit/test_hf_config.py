@@ -10,6 +10,7 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from explorer.interfaces.cli import main
@@ -30,13 +31,12 @@ SHIPPED = {p.name.removesuffix("_config.json"): p for p in shipped_config_paths(
 HF_SAMPLES = SAMPLES / "hf_configs"
 LLAMA_8B = "meta-llama--Meta-Llama-3.1-8B"
 
-# Refused on purpose, with the reason the parser gives (everything else must load).
-REFUSED = {
-    name: reason for name, reason in (
-        *((n, "Mamba-2 hybrid") for n in SHIPPED if "Nemotron-3" in n or "Nemotron-H" in n),
-        ("nvidia--Llama-3_3-Nemotron-Super-49B-v1", "block_configs give every layer its own"),
-    )
-}
+# Refused on purpose, with the reason the parser gives (everything else must load): none —
+# the Mamba-2 hybrids (Nemotron-H) and the NAS model (DeciLM) load as layer groups.
+REFUSED: dict[str, str] = {}
+NEMOTRON_NANO = "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+NEMOTRON_H_56B = "nvidia--Nemotron-H-56B-Base-8K"
+NAS_49B = "nvidia--Llama-3_3-Nemotron-Super-49B-v1"
 
 # Published total parameter counts (10⁹) stated on the model cards.
 PUBLISHED_TOTAL_B = {
@@ -51,6 +51,16 @@ PUBLISHED_TOTAL_B = {
     "Qwen--Qwen3-235B-A22B": 235.0,
     # huggingface.co/openai/gpt-oss-120b card: "117B parameters with 5.1B active parameters"
     "openai--gpt-oss-120b": 117.0,
+    # huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 card: "31.6B total parameters"
+    NEMOTRON_NANO: 31.6,
+    # huggingface.co/nvidia/Nemotron-H-56B-Base-8K: a 56B-parameter hybrid (the model's name
+    # and card, arXiv:2504.03624 "Nemotron-H-56B")
+    NEMOTRON_H_56B: 56.0,
+    # huggingface.co/nvidia/Llama-3_3-Nemotron-Super-49B-v1: "49B" (its name and card)
+    NAS_49B: 49.0,
+    # the totals in the names (A12B / A55B: the active parameters)
+    "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8": 120.0,
+    "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": 550.0,
 }
 
 
@@ -241,7 +251,7 @@ def test_sliding_windows_and_unpriced_layers_are_named():
 
 def _drafter_scenario(path: Path | None, mechanism: str) -> Scenario:
     drafter = read_config_file(path, drafter=True).drafter if path else None
-    target = "qwen3-4b" if mechanism == "dflash" else "llama-3.1-8b"
+    target = "qwen3-8b" if mechanism == "dflash" else "llama-3.1-8b"  # the samples' targets
     return Scenario(model=target, mechanism=mechanism, tp=1, batch=8, draft_len=7 if
                     mechanism == "dflash" else 3, custom_drafter=drafter)
 
@@ -317,7 +327,7 @@ def test_a_model_config_as_drafter_is_an_external_draft_model():
 
 
 def test_the_cli_draft_config_sets_the_mechanism():
-    common = ("--hardware", "h200", "--model", "qwen3-4b", "--tp", "1", "--batch", "8",
+    common = ("--hardware", "h200", "--model", "qwen3-8b", "--tp", "1", "--batch", "8",
               "--draft-len", "7", "--json")
     code, out, err = run("evaluate", "--draft-config",
                          str(HF_SAMPLES / "dflash_qwen3_8b_config.json"), *common)
@@ -352,3 +362,153 @@ def test_a_drafter_with_a_bad_layer_count_names_it():
     assert res.drafter is None and res.problems[0].field == "num_hidden_layers"
     code, _, err = run("evaluate", "--draft-config", "/nonexistent/config.json")
     assert code == 2 and "--draft-config" in err
+
+
+def test_every_shipped_config_loads():
+    refused = [n for n, p in SHIPPED.items() if not read_shipped(p).ok]
+    assert refused == []
+
+
+def _mamba_scenario(name: str, **kw: object) -> Scenario:
+    m = read_shipped(SHIPPED[name]).model
+    assert m is not None
+    return Scenario(model=m.slug, custom_model=m, tp=kw.pop("tp", 1), batch=8,  # type: ignore[arg-type]
+                    draft_len=3, mechanism="eagle3", **kw)  # type: ignore[arg-type]
+
+
+def test_nemotron_h_counts_its_layer_groups_and_prices_mamba_as_state_updates():
+    res = read_shipped(SHIPPED[NEMOTRON_NANO])
+    m = res.model
+    assert m is not None and m.mamba is not None
+    # 'MEMEM*EMEMEM*…': 23 Mamba-2, 6 attention, 23 MoE layers (the model card's split)
+    assert (m.mamba_layers, m.n_attention_layers, m.moe_layers, m.layers) == (23, 6, 23, 52)
+    assert (m.mamba.heads, m.mamba.head_dim, m.mamba.d_state, m.mamba.state_bytes) == \
+        (64, 64, 128, 4)
+    assert not m.gated_mlp
+    assert any("Mamba-2 layers priced as memory-bound state updates — an assumption" in n
+               for n in res.notes)
+    assert "Mamba-2" in m.assumptions  # shown in the sources with the model
+    grid = scenario_model(_mamba_scenario(NEMOTRON_NANO))
+    b, g = 8.0, m.group_size
+    # the Mamba part of one decode step does not grow with the context; attention's does
+    step = {s: grid.verify(b, 1.0, s, g) for s in (1024.0, 65536.0)}
+    mamba_scan = 23 * grid.target.mamba_scan(np.asarray(b), np.asarray(1.0))
+    attn = {s: step[s]["attention"] - mamba_scan for s in step}
+    assert float(attn[65536.0]) > 5 * float(attn[1024.0]) > 0
+    # memory: the recurrent state is per sequence, the KV cache only in the 6 attention layers
+    lm = grid.target
+    kv = {s: float(grid._kv_bytes(lm, np.asarray(b), np.asarray(s), g, m.layers))
+          for s in (0.0, 1000.0)}
+    state = b * 23 * m.mamba.state_bytes_per_seq()
+    assert kv[0.0] == pytest.approx(state)
+    assert kv[1000.0] - kv[0.0] == pytest.approx(b * 1000 * 6 * 2 * m.kv_heads * m.head_dim * 2)
+
+
+def test_verifying_1_plus_d_tokens_scans_them_all():
+    grid = scenario_model(_mamba_scenario(NEMOTRON_NANO))
+    t = {w: float(grid.target.mamba_scan(np.asarray(64.0), np.asarray(w))) for w in (1.0, 4.0)}
+    m = read_shipped(SHIPPED[NEMOTRON_NANO]).model
+    assert m is not None and m.mamba is not None
+    # memory-bound: one state read plus a state write per verified token
+    assert t[4.0] / t[1.0] == pytest.approx(5 / 2, rel=0.02)
+
+
+def test_nas_blocks_are_priced_per_layer_group():
+    res = read_shipped(SHIPPED[NAS_49B])
+    m = res.model
+    assert m is not None
+    assert (m.layers, m.n_attention_layers, m.kv_heads) == (80, 49, 8)
+    # ffn_mult 5.25 → 28672 (Llama-3.3-70B's width), 1.0 → 5632 (int(2·8192/3) rounded up)
+    assert dict((w, c) for c, w in m.ffn_groups) == {
+        28672: 49, 17920: 1, 14336: 6, 7168: 10, 5632: 8, 2816: 6}
+    assert any("NAS blocks" in n for n in res.notes)
+    # a layer whose attention is skipped costs less than one that keeps it
+    full = Scenario(model="llama-3.3-70b" if "llama-3.3-70b" in model_presets()
+                    else "llama-3.1-70b", tp=8, batch=8, draft_len=3, mechanism="eagle3")
+    nas = _mamba_scenario(NAS_49B, tp=8)
+    t_full = total(scenario_model(full).verify(8.0, 1.0, 8192.0, 8.0))
+    t_nas = total(scenario_model(nas).verify(8.0, 1.0, 8192.0, 8.0))
+    assert float(t_nas) < float(t_full)
+
+
+def test_hybrid_and_nas_configs_name_bad_fields(tmp_path):
+    nano = json.loads(SHIPPED[NEMOTRON_NANO].read_text(encoding="utf-8"))
+    res = parse_config(json.dumps({**nano, "hybrid_override_pattern": "MEX*"}))
+    assert not res.ok and res.problems[0].field == "hybrid_override_pattern"
+    res = parse_config(json.dumps({**nano, "mamba_num_heads": "many"}))
+    assert not res.ok and res.problems[0].field == "mamba_num_heads"
+    nas = json.loads(SHIPPED[NAS_49B].read_text(encoding="utf-8"))
+    blocks = list(nas["block_configs"])
+    blocks[3] = {**blocks[3], "ffn": {**blocks[3]["ffn"], "ffn_mult": "big"}}
+    res = parse_config(json.dumps({**nas, "block_configs": blocks}))
+    assert not res.ok and res.problems[0].field == "block_configs[3].ffn.ffn_mult"
+
+
+def test_a_drafter_configs_own_hidden_size_prices_t_draft(tmp_path):
+    """A head's hidden_size / intermediate_size / heads are its own, not the target's: an
+    EAGLE-3 head twice as wide costs more per layer, its lm_head reads a wider matrix."""
+    sample = HF_SAMPLES / "eagle3_llama3.1_8b_config.json"
+    cfg = json.loads(sample.read_text(encoding="utf-8"))
+    base = _t_draft(_drafter_scenario(sample, "eagle3"))
+    wide_cfg = {**cfg, "hidden_size": 8192, "intermediate_size": 28672,
+                "num_attention_heads": 64}
+    wide_path = _write(tmp_path, wide_cfg, "wide.json")
+    drafter = read_config_file(wide_path, drafter=True).drafter
+    assert drafter is not None
+    assert (drafter.hidden, drafter.intermediate, drafter.q_heads, drafter.kv_heads,
+            drafter.head_dim) == (8192, 28672, 64, 8, 128)
+    wide = _t_draft(_drafter_scenario(wide_path, "eagle3"))
+    # weight bytes per layer grow ~4× (hidden × intermediate), the LM head's 2× (vocab × hidden)
+    assert 2.5 * base["gemm"] < wide["gemm"] < 4.5 * base["gemm"]
+    assert 1.5 * base["lm_head"] < wide["lm_head"] < 2.5 * base["lm_head"]
+    narrow = _t_draft(_drafter_scenario(
+        _write(tmp_path, {**cfg, "intermediate_size": 7168}, "narrow.json"), "eagle3"))
+    assert narrow["gemm"] < base["gemm"]
+    assert narrow["attention"] == pytest.approx(base["attention"])  # same attention shape
+    # the head's memory follows its shapes too
+    grids = [scenario_model(_drafter_scenario(p, "eagle3")) for p in (sample, wide_path)]
+    mem = [float(g.draft_memory_bytes(8.0, 8192.0, g.r.group)) for g in grids]
+    assert mem[1] > 2 * mem[0]
+
+
+def test_a_dflash_block_size_sets_the_largest_d(tmp_path):
+    sample = HF_SAMPLES / "dflash_qwen3_8b_config.json"
+    cfg = json.loads(sample.read_text(encoding="utf-8"))
+    preset = scenario_model(_drafter_scenario(None, "dflash")).r.mechanism
+    sixteen = scenario_model(_drafter_scenario(sample, "dflash")).r.mechanism
+    assert preset.max_draft_len == 7
+    assert sixteen.max_draft_len == 15  # block_size 16: the anchor and 15 drafted tokens
+    four = scenario_model(_drafter_scenario(
+        _write(tmp_path, {**cfg, "block_size": 4}, "four.json"), "dflash")).r.mechanism
+    assert (four.max_draft_len, four.default_draft_len) == (3, 3)
+    # a narrower DFlash drafter (half the FFN) drafts faster
+    half = _t_draft(_drafter_scenario(
+        _write(tmp_path, {**cfg, "intermediate_size": 6144}, "half.json"), "dflash"))
+    full = _t_draft(_drafter_scenario(sample, "dflash"))
+    assert half["gemm"] < full["gemm"] and half["lm_head"] == pytest.approx(full["lm_head"])
+
+
+def test_a_head_at_a_hybrid_targets_dims_is_an_attention_layer():
+    """An EAGLE-3 head on Nemotron-H: its layer has attention (a KV cache growing with the
+    context) and no Mamba state, whatever share of the target's layers are attention."""
+    grid = scenario_model(_mamba_scenario(NEMOTRON_NANO))
+    m = grid.r.model
+    assert grid.head.model.mamba is None and grid.head.model.n_attention_layers == 1 * \
+        grid.head.model.layers
+    mem = {s: float(grid.draft_memory_bytes(8.0, s, m.group_size)) for s in (0.0, 1000.0)}
+    per_token = 2 * m.kv_heads * m.head_dim * 2  # K and V, bf16, one layer
+    assert mem[1000.0] - mem[0.0] == pytest.approx(8 * 1000 * per_token)
+
+
+def test_a_hybrid_layer_is_one_block_one_all_reduce():
+    """Nemotron-H's 52 layers are 52 blocks (a transformer's 52 layers would be 104): half the
+    all-reduces under TP; the NAS model's skipped attention has none."""
+    nano = scenario_model(_mamba_scenario(NEMOTRON_NANO, tp=2))
+    m = nano.r.model
+    per = float(nano.target.allreduce(np.asarray(8.0)))
+    assert float(nano.verify(8.0, 1.0, 8192.0, m.group_size)["communication"]) == \
+        pytest.approx(52 * per / 2)
+    nas = scenario_model(_mamba_scenario(NAS_49B, tp=2))
+    per = float(nas.target.allreduce(np.asarray(8.0)))
+    assert float(nas.verify(8.0, 1.0, 8192.0, 8.0)["communication"]) == \
+        pytest.approx((49 + 80) * per / 2)

@@ -263,7 +263,7 @@ def test_an_old_stored_view_keeps_opening(tmp_path: Path):
     state = us.decode_view(record.view)
     assert state.warnings == ()
     assert state.values == old | {"w": 0, "eng": "vllm", "dp": us.DEFAULT_VALUES["dp"],
-                                  "moe": ""}
+                                  "moe": "", "cm": "", "cd": ""}
     assert us.scenario_from_view(state.values) == sc
     assert sc.engine == "vllm"
 
@@ -347,10 +347,76 @@ def test_the_settings_module_is_the_specs_layer():
     tree = ast.parse((ROOT / "explorer" / "specs" / "settings.py").read_text(encoding="utf-8"))
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     own = {m for m in modules if m.startswith("explorer")}
-    # …and explorer.specs.deployment, a leaf that imports no explorer module (checked below):
-    # it gives the deployment-profile setting its default and its check.
-    assert all(m.startswith("explorer.base.") or m == "explorer.specs.deployment"
-               for m in own), own
-    leaf = ast.parse((ROOT / "explorer" / "specs" / "deployment.py").read_text(encoding="utf-8"))
-    assert not {n.module for n in ast.walk(leaf) if isinstance(n, ast.ImportFrom)
-                and (n.module or "").startswith("explorer")}
+    # …and leaves that import no explorer module (checked below): explorer.specs.deployment
+    # gives the deployment-profile setting its default and its check; architecture and
+    # compact give the custom model/drafter settings (`cm`, `cd`) theirs.
+    leaves = {"explorer.specs.deployment", "explorer.specs.architecture",
+              "explorer.specs.compact"}
+    assert all(m.startswith("explorer.base.") or m in leaves for m in own), own
+    for name in leaves:
+        path = ROOT / (name.replace(".", "/") + ".py")
+        leaf = ast.parse(path.read_text(encoding="utf-8"))
+        assert not {n.module for n in ast.walk(leaf) if isinstance(n, ast.ImportFrom)
+                    and (n.module or "").startswith("explorer")}, name
+
+
+# --- custom models in links (`cm`, `cd`: explorer/specs/compact.py) ---------------------------
+
+def test_a_custom_model_and_drafter_round_trip_through_a_plain_link():
+    from explorer.measured.hf_config import read_shipped, shipped_config_paths
+    from explorer.specs.architecture import DrafterSpec
+    from explorer.specs.compact import pack
+
+    path = next(p for p in shipped_config_paths() if "Nemotron-3-Nano-30B-A3B-BF16" in p.name)
+    model = read_shipped(path).model
+    assert model is not None
+    head = DrafterSpec(kind="eagle3", name="head", draft_layers=2, draft_vocab=32000)
+    sc = Scenario(model=model.slug, custom_model=model, custom_drafter=head, tp=4)
+    view = us.view_of_scenario(sc)
+    link = us.encode(view)
+    assert link["cm"] == pack(model) and link["cd"] == pack(head)
+    assert len(link["cm"]) < 2000  # a whole model in a short link
+    state = us.decode(link)
+    assert state.warnings == ()
+    back = us.scenario_from_view(state.values)
+    assert back == sc
+    assert back.custom_model == model and back.custom_drafter == head
+
+
+def test_old_links_have_no_custom_model():
+    state = us.decode({"m": "llama-3.1-8b", "b": "16"})
+    assert state.values["cm"] == state.values["cd"] == ""
+    assert us.scenario_from_view(state.values).custom_model is None
+
+
+def _packed(raw: bytes) -> str:
+    import base64
+    import zlib
+
+    return base64.urlsafe_b64encode(zlib.compress(raw)).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("A" * 5000, "URL parameter 'cm' (custom target model): too long"),
+    ("not*base64", "not a packed spec (base64url"),
+    (_packed(b"[1, 2]"), "not a packed spec (not an object)"),
+    (_packed(b"{1: eval}"), "not a packed spec (JSONDecodeError)"),
+    ("eNpLy0nMBQ", "not a packed spec (cut short)"),
+    ("", None),
+])
+def test_a_tampered_or_oversized_custom_model_is_refused_naming_the_key(value, words):
+    state = us.decode({"cm": value})
+    if words is None:
+        assert state.warnings == ()
+        return
+    assert state.values["cm"] == "" and "cm" in state.fell_back
+    assert any(words in w and "'cm" in w for w in state.warnings), state.warnings
+
+
+def test_a_zip_bomb_or_a_bad_spec_is_refused():
+    from explorer.specs.compact import MAX_UNPACKED_BYTES
+
+    state = us.decode({"cm": _packed(b" " * (MAX_UNPACKED_BYTES * 4))})
+    assert any("does not unpack within" in w for w in state.warnings), state.warnings
+    state = us.decode({"cm": _packed(b'{"slug": "x", "layers": "many"}')})
+    assert any("not a valid ModelSpec" in w and "'cm" in w for w in state.warnings)
