@@ -147,6 +147,18 @@ def test_module_entry_point():  # the core's imports: tests/unit/test_layers.py
     assert r.returncode == 2 and "--batch" in r.stderr
 
 
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    # `sweep … | head -1`: the pipe closes after the header while the sweep still writes.
+    proc = subprocess.Popen([sys.executable, "-m", "explorer", "sweep", "--batch", "1:4096:x2",
+                             "--draft-len", "0:32"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith("mechanism,batch,draft_len")
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+
 
 
 def test_validate_recognises_each_sample_and_lists_every_problem(tmp_path: Path):

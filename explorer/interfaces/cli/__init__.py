@@ -7,6 +7,7 @@ options ← scenario ← deploy ← commands ← here, with no way back."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -26,6 +27,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: argument {FLAG_OF_FIELD.get(exc.field, exc.field)}: {exc.message}",
               file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader left (`… | head`): nothing more can be said on stdout, and Python would print
+        # a traceback while flushing it at exit, so point stdout at devnull first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 __all__ = ["FLAG_OF_FIELD", "UsageError", "build_parser", "main"]
