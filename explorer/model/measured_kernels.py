@@ -27,7 +27,7 @@ from explorer.kernel_tables import (
     package_label,
     resolve_system,
 )
-from explorer.kernel_tables._grid import Grid
+from explorer.kernel_tables._grid import Grid, locate
 from explorer.specs.hardware import HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -204,7 +204,8 @@ class MeasuredKernels:
                 # edge (t_meas(edge)·roof(x)/roof(edge)), so time does not drop where it ends.
                 ax_b, ax_s = (np.exp(a) for a in cfg.grid.axes_log)
                 b_c = np.clip(batch, ax_b[0], ax_b[-1])
-                s_c = np.clip(kv_len, ax_s[0], ax_s[-1])
+                s_c = np.minimum(np.clip(kv_len, ax_s[0], ax_s[-1]),
+                                 self._last_kv_covered(cfg, b_c))
                 edge = self._attention_lookup(cfg_key, cfg, b_c, s_c)
                 scale = np.where(edge.covered, edge.latency_s, np.nan) / roofline_at(b_c, s_c)
                 anchored = np.broadcast_to(roofline * np.where(np.isfinite(scale), scale, 1.0),
@@ -213,6 +214,20 @@ class MeasuredKernels:
         self.tally.add("attention", covered_all, size, reason or "outside the measured "
                        "(batch, KV length) box")
         return np.asarray(out, dtype=np.float64)
+
+    @staticmethod
+    def _last_kv_covered(cfg: AttentionConfig, batch: FloatArray) -> FloatArray:
+        """The longest KV length measured at each batch (between two batch rows, the shorter
+        of theirs): past it, at large batch, the collector ran out of memory. Anchoring there,
+        not at an unmeasured corner, keeps the time from falling where the table ends."""
+        known = (cfg.grid.status & 1).astype(bool)
+        ax_b, ax_s = cfg.grid.axes_log
+        last = np.where(known.any(axis=1),
+                        ax_s[np.maximum(known.shape[1] - 1 - np.argmax(known[:, ::-1], axis=1),
+                                        0)], -np.inf)
+        at = locate(ax_b, np.log(np.asarray(batch, dtype=np.float64)))
+        upper = np.where(at.weight > 0.0, last[at.index + 1], np.inf)
+        return np.asarray(np.exp(np.minimum(last[at.index], upper)))
 
     def _attention_lookup(self, cfg_key: tuple[int, int, int, int], cfg: AttentionConfig,
                           batch: npt.ArrayLike, kv_len: npt.ArrayLike) -> AttentionLookup:

@@ -27,3 +27,15 @@ def test_remembered_lookups_give_the_fresh_numbers_and_stay_bounded():
     # another context after all that: the warm model answers like a fresh one
     other = scenario_model(Scenario(model="llama-3.1-8b", tp=1)).grid(batches, d, context=32768)
     np.testing.assert_array_equal(warm.grid(batches, d, context=32768).speedup, other.speedup)
+
+
+def test_past_the_measured_edge_attention_is_anchored_where_it_was_measured():
+    """Llama-4-Scout on l40s at TP 8 (5 q / 1 kv heads per rank, 8K window on most layers):
+    batch 512 is measured to KV 1023 only. A longer context beyond that edge is the roofline
+    anchored at the last measured KV length, so it never comes out cheaper than the shorter."""
+    m = scenario_model(Scenario(hardware="l40s", model="llama-4-scout", tp=8))
+    b = np.asarray([[64.0], [512.0]])
+    w = np.asarray([[1.0, 8.0, 30.0]])
+    short = m.verify(b, w, 1024, m.r.group)["attention"]
+    long = m.verify(b, w, 2048, m.r.group)["attention"]
+    assert (long >= short).all() and (long[1] > short[1]).all()
