@@ -63,7 +63,8 @@ def roofline_records() -> tuple[RooflineRecord, ...]:
             fit = GemmRooflineFit(
                 dtype=r["dtype"], eta_c=float(r["eta_c"]), eta_m=float(r["eta_m"]),
                 p=float(r["p"]), act_quant=r["act_quant"] == "true",
-                k0=float(r.get("k0") or 0.0),
+                k0=float(r.get("k0") or 0.0), n_half=float(r.get("n_half") or 0.0),
+                n_q=float(r.get("n_q") or 1.0),
                 loo_mape_all=float(r["loo_mape_all"]), **common)
         else:
             fit = AttentionRooflineFit(

@@ -18,7 +18,7 @@ from explorer.analysis.roofline_check import (
     why_missed,
 )
 from explorer.base.dtypes import GEMM_OPERAND_BYTES
-from explorer.model.kernels import gemm_time
+from explorer.model.kernels import gemm_roofline, gemm_time
 from explorer.presets import hardware_presets, roofline_held_out
 from explorer.specs.hardware import HardwareOverrides
 from tests.support.paths import ROOT
@@ -46,6 +46,8 @@ def test_the_gemm_roofline_is_the_recorded_smooth_form(dtype):
                 "fp4": 2.0 + 2.0 * (0.5 + 1 / 16)}[dtype]
     c = 2 * m * n * (k + fit.k0) / (hw.peak_flops_per_s(dtype) * fit.eta_c)
     mem = (m * k * b_in + k * n * b_w + m * n * b_out) / (hw.hbm_bw_bytes_per_s * fit.eta_m)
+    if fit.n_half:  # weight streaming slower for narrow outputs
+        mem = mem * (1 + (fit.n_half / n) ** fit.n_q)
     want = fit.floor_s + (c**fit.p + mem**fit.p) ** (1 / fit.p)
     got = gemm_time(hw, m, n, k, dtype).time_s
     np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -116,3 +118,20 @@ def test_make_validate_prints_the_loo_mape_per_dtype_with_its_verdict():
         line = next(ln for ln in text.splitlines() if f"GEMM {dtype} " in ln)
         assert "MAPE" in line and ("meets" in line or "MISSES" in line)
     assert text.count("why:") == sum(not s.meets_target for s in roofline_scores())
+
+
+def test_the_width_term_slows_narrow_outputs_and_a_grouped_gemm_uses_its_depth():
+    """Where a fit has the width term, a GEMM of the same bytes streams slower with fewer
+    output columns; a call without a width (the grouped MoE GEMM) uses flops/(2·outputs)."""
+    hw = hardware_presets()["h100"]
+    # the recorded fits where the width term matters (LOO chose it for the quantized dtypes)
+    fits = [f for f in hw.gemm_fits if f.n_half and (f.n_half / 1024.0) ** f.n_q > 0.05]
+    assert fits
+    fit = fits[0]
+    narrow = gemm_time(hw, 1.0, 1024.0, 16384.0, fit.dtype).time_s
+    wide = gemm_time(hw, 1.0, 16384.0, 1024.0, fit.dtype).time_s
+    assert narrow > wide
+    m, n, k = 4.0, 2048.0, 2048.0
+    kt = gemm_time(hw, m, n, k, fit.dtype)
+    grouped = gemm_roofline(hw, kt.flops, kt.bytes, fit.dtype, outputs=m * n)  # depth k = n
+    np.testing.assert_allclose(grouped.time_s, kt.time_s, rtol=1e-12)
