@@ -68,9 +68,11 @@ def roofline_records() -> tuple[RooflineRecord, ...]:
                 loo_mape_all=float(r["loo_mape_all"]), **common)
         else:
             fit = AttentionRooflineFit(
-                kv_dtype=r["dtype"], size=cast(Any, r["form"]), eta_max=float(r["eta_m"]),
+                kv_dtype=r["dtype"], size=cast(Any, "bytes" if r["form"] == "bytes" else "units"),
+                eta_max=float(r["eta_m"]),
                 half=float(r["half_bytes"]), q=float(r["q"]),
-                per_row_s=float(r["per_row_ns"] or 0.0) * 1e-9, **common)
+                per_row_s=float(r["per_row_ns"] or 0.0) * 1e-9,
+                per_unit_s=float(r.get("per_unit_ns") or 0.0) * 1e-9, **common)
         out.append(RooflineRecord(r["scope"], tuple(r["gpus"].split()), fit))
     return tuple(out)
 

@@ -364,10 +364,11 @@ class AttPoints:
     q_rows: FloatArray  # B·n_q (sequence × query head)
     latency_s: FloatArray
     bw_bytes_per_s: float
+    work: FloatArray  # B·n_kv·h/128: per-(sequence, KV head) work in 128-wide head units
 
     def take(self, step: int) -> AttPoints:
         return AttPoints(self.gpu, self.nbytes[::step], self.units[::step], self.q_rows[::step],
-                         self.latency_s[::step], self.bw_bytes_per_s)
+                         self.latency_s[::step], self.bw_bytes_per_s, self.work[::step])
 
 
 def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
@@ -380,7 +381,7 @@ def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
         table = load_generation_attention_table(slug, engine, kv_dtype)
         if not isinstance(table, GenerationAttentionTable):
             continue
-        cols: list[list[FloatArray]] = [[], [], [], []]
+        cols: list[list[FloatArray]] = [[], [], [], [], []]
         for (q_heads, kv, head_dim, window), cfg in table.configs.items():
             if window:
                 continue
@@ -391,22 +392,26 @@ def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
             cols[1].append(b * kv)
             cols[2].append(b * q_heads)
             cols[3].append(np.exp(cfg.log_latency[ib, isx]))
+            cols[4].append(b * kv * head_dim / 128.0)
         if cols[0]:
-            x, u, r, t = (np.concatenate(c) for c in cols)
-            out.append(AttPoints(slug, x, u, r, t, presets[slug].hbm_bw_bytes_per_s))
+            x, u, r, t, wk = (np.concatenate(c) for c in cols)
+            out.append(AttPoints(slug, x, u, r, t, presets[slug].hbm_bw_bytes_per_s, wk))
     return out
 
 
 # Candidate forms: η by the bytes read (small reads do not stream at full bandwidth), or by
-# the work units B·n_kv (few units leave SMs idle) plus a cost per (sequence, query head).
-ATT_FORMS = ("bytes", "units")
+# the work units B·n_kv (few units leave SMs idle) plus a cost per (sequence, query head);
+# "units+work" adds a cost per (sequence, KV head) in proportion to the head dim — each such
+# unit is a CTA (or a few split-KV ones) that loads its queries, runs the softmax epilogue and
+# writes its output whatever the KV length, which at short KV and large batch is the time.
+ATT_FORMS = ("bytes", "units", "units+work")
 
 
 def att_predict(form: str, x: FloatArray, pts: AttPoints) -> FloatArray:
-    floor, eta_max, half, q, per_row = x
+    floor, eta_max, half, q, per_row, per_unit = x
     size = pts.nbytes if form == "bytes" else pts.units
     eta = eta_max / (1.0 + (half / np.maximum(size, 1.0)) ** q)
-    extra = per_row * pts.q_rows if form == "units" else 0.0
+    extra = per_row * pts.q_rows + per_unit * pts.work
     return np.asarray(floor + extra + pts.nbytes / (pts.bw_bytes_per_s * eta))
 
 
@@ -422,7 +427,8 @@ def att_fit(form: str, train: list[AttPoints]) -> FloatArray:
 
     def unpack(z: FloatArray) -> FloatArray:
         x = np.exp(z)
-        return np.asarray([*x[:4], x[4] if form == "units" else 0.0])
+        return np.asarray([*x[:4], x[4] if form != "bytes" else 0.0,
+                           x[5] if form == "units+work" else 0.0])
 
     def residuals(z: FloatArray) -> FloatArray:
         x = unpack(z)
@@ -430,12 +436,12 @@ def att_fit(form: str, train: list[AttPoints]) -> FloatArray:
                                for w, p in zip(weights, train, strict=True)])
 
     if form == "bytes":
-        z0, lo, hi = np.log([5e-6, 0.85, 1e6, 1.0, 1.0]), [1e-7, 0.05, 1e3, 0.2, 0.5], \
-            [2e-4, 1.5, 1e11, 4.0, 2.0]
+        z0, lo, hi = np.log([5e-6, 0.85, 1e6, 1.0, 1.0, 1.0]), [1e-7, 0.05, 1e3, 0.2, 0.5, 0.5], \
+            [2e-4, 1.5, 1e11, 4.0, 2.0, 2.0]
     else:
-        z0, lo, hi = np.log([5e-6, 0.85, 64.0, 1.0, 1e-8]), [1e-7, 0.05, 0.1, 0.2, 1e-12], \
-            [2e-4, 1.5, 1e6, 4.0, 1e-5]
-    n = 5 if form == "units" else 4
+        z0, lo, hi = (np.log([5e-6, 0.85, 64.0, 1.0, 1e-8, 1e-8]),
+                      [1e-7, 0.05, 0.1, 0.2, 1e-12, 1e-13], [2e-4, 1.5, 1e6, 4.0, 1e-5, 1e-5])
+    n = {"bytes": 4, "units": 5}.get(form, 6)
     res = least_squares(residuals, z0[:n], bounds=(np.log(lo[:n]), np.log(hi[:n])),
                         diff_step=1e-4, max_nfev=400)
     return unpack(np.asarray(res.x, dtype=np.float64))
@@ -463,7 +469,8 @@ def fit_attention(engine: str, kv_dtype: str, stride: int,
     gpus = [p.gpu for p in data]
     log(f"\n== decode attention, {kv_dtype} KV ({engine}; GPUs: {', '.join(gpus)}; "
         f"{sum(p.nbytes.size for p in data)} measured points)")
-    log("  t = floor [+ c·B·n_q] + bytes/(BW·η), η = η_max/(1 + (x_half/x)^q), x = KV bytes "
+    log("  t = floor [+ c·B·n_q] [+ c_unit·B·n_kv·h/128] + bytes/(BW·η), "
+        "η = η_max/(1 + (x_half/x)^q), x = KV bytes "
         "(form 'bytes') or work units B·n_kv (form 'units')")
     train = {p.gpu: p.take(stride) for p in data}
     cells: dict[tuple[str, str], dict[str, Score]] = {}
@@ -506,7 +513,8 @@ def fit_attention(engine: str, kv_dtype: str, stride: int,
         + (f": {why}" if why else ""))
     for key, (x, members) in defaults.items():
         log(f"  default to record ({key}: {', '.join(members)}): floor={x[0] * 1e6:.2f} µs "
-            f"η_max={x[1]:.3f} x_half={x[2]:.3g} q={x[3]:.2f} c={x[4]:.3g} s")
+            f"η_max={x[1]:.3f} x_half={x[2]:.3g} q={x[3]:.2f} c={x[4]:.3g} s "
+            f"c_unit={x[5]:.3g} s")
     return AttResult(engine, kv_dtype, form, rule, loo, bias, own_fit, per_gpu, defaults)
 
 
@@ -514,7 +522,7 @@ def fit_attention(engine: str, kv_dtype: str, stride: int,
 FIT_COLUMNS = ("kind", "dtype", "scope", "vendor", "engine", "rule", "form", "eta_c", "eta_m",
                "floor_us", "p", "act_quant", "half_bytes", "q", "loo_mape", "loo_bias",
                "loo_mape_all", "own_fit_mape", "gpus", "source", "per_row_ns", "k0", "n_half",
-               "n_q")
+               "n_q", "per_unit_ns")
 LOO_COLUMNS = ("kind", "dtype", "engine", "gpu", "loo_mape", "loo_bias", "loo_mape_serving",
                "loo_bias_serving")
 
@@ -567,15 +575,16 @@ def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: 
                             f"{r.loo_all:.4f}", f"{r.own_fit:.4f}", " ".join(members),
                             source, "", f"{params.k0:.4g}",
                             f"{params.n_half:.4g}" if params.n_half else "",
-                            f"{params.n_q:.4f}" if params.n_half else ""))
+                            f"{params.n_q:.4f}" if params.n_half else "", ""))
         for a in attention:
             for scope, (x, members) in a.defaults.items():
-                floor, eta, half, q, per_row = x
+                floor, eta, half, q, per_row, per_unit = x
                 w.writerow(("attention", a.kv_dtype, scope, "nvidia", a.engine, a.rule,
                             a.form, "", f"{eta:.4f}", f"{floor * 1e6:.3f}", "", "",
                             f"{half:.4g}", f"{q:.4f}", f"{a.loo:.4f}", f"{a.bias:.4f}",
                             f"{a.loo:.4f}", f"{a.own_fit:.4f}", " ".join(members), source,
-                            f"{per_row * 1e9:.4g}", "", "", ""))
+                            f"{per_row * 1e9:.4g}", "", "", "",
+                            f"{per_unit * 1e9:.4g}" if per_unit else ""))
     with loo_path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(LOO_COLUMNS)

@@ -4,8 +4,8 @@ Where the hardware carries the cross-GPU fit of data/roofline_fit.csv (every NVI
 GEMM t = floor_dtype + (C^p + M^p)^(1/p) with that dtype's η_c, η_m (a smooth memory→compute
 transition, chosen by leave-one-GPU-out error) and, where the fit has one, weight streaming
 slower for narrow outputs (M × (1 + (n½/n)^q)), and decode attention t = floor + KV bytes /
-(BW·η(bytes)) with a size-dependent η. Otherwise (other vendors, calibrated or hand-set
-efficiencies): t = max(flops/(F·η_c), bytes/(BW·η_m), kernel floor).
+(BW·η(bytes)) with a size-dependent η and a cost per (sequence, KV head). Otherwise (other
+vendors, calibrated or hand-set efficiencies): t = max(flops/(F·η_c), bytes/(BW·η_m), floor).
 """
 
 from __future__ import annotations
@@ -166,6 +166,7 @@ def attention_time(
     # Fixed cost + KV bytes at the size-dependent bandwidth; the 128-row tile steps stay a
     # hard max against compute (a partly filled tile costs a full one).
     memory = nbytes / (hw.hbm_bw_bytes_per_s * fit.efficiency(nbytes, b_ * kv_))
-    fixed = fit.floor_s + fit.per_row_s * b_ * kv_ * g_
+    fixed = (fit.floor_s + fit.per_row_s * b_ * kv_ * g_
+             + fit.per_unit_s * b_ * kv_ * h_qk / 128.0)  # per (sequence, KV head) CTA
     time = fixed + np.maximum(compute, memory)
     return KernelTime(time, compute, memory, useful_flops, nbytes, fixed)

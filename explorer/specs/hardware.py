@@ -49,7 +49,7 @@ class AttentionRooflineFit(BaseModel):
     for the `units` form, a cost per sequence × query head) and the KV bytes over a
     size-dependent bandwidth efficiency η(x) = η_max / (1 + (x_half/x)^q), where x is the KV
     bytes read (`bytes`: small reads do not stream at full bandwidth) or the work units B·n_kv
-    (`units`: few units leave SMs idle)."""
+    (`units`: few units leave SMs idle), and a cost per (sequence, KV head) ∝ head dim."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -59,6 +59,9 @@ class AttentionRooflineFit(BaseModel):
     size: Literal["bytes", "units"]
     floor_s: float = Field(ge=0, le=1e-3)
     per_row_s: float = Field(ge=0, le=1e-4, description="per sequence × query head, s")
+    per_unit_s: float = Field(default=0.0, ge=0, le=1e-4,
+                              description="per sequence × KV head × 128 of head dim, s: the "
+                              "fixed work of one CTA (queries in, softmax epilogue, output out)")
     eta_max: float = Field(gt=0, le=1.5)
     half: float = Field(gt=0, description="x at which η is half of η_max")
     q: float = Field(gt=0, le=4)
