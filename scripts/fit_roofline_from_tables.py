@@ -439,8 +439,11 @@ def att_fit(form: str, train: list[AttPoints]) -> FloatArray:
         z0, lo, hi = np.log([5e-6, 0.85, 1e6, 1.0, 1.0, 1.0]), [1e-7, 0.05, 1e3, 0.2, 0.5, 0.5], \
             [2e-4, 1.5, 1e11, 4.0, 2.0, 2.0]
     else:
+        # with the per-unit cost, η_max is the share of the spec bandwidth a large read
+        # reaches: at most all of it
         z0, lo, hi = (np.log([5e-6, 0.85, 64.0, 1.0, 1e-8, 1e-8]),
-                      [1e-7, 0.05, 0.1, 0.2, 1e-12, 1e-13], [2e-4, 1.5, 1e6, 4.0, 1e-5, 1e-5])
+                      [1e-7, 0.05, 0.1, 0.2, 1e-12, 1e-13],
+                      [2e-4, 1.0 if form == "units+work" else 1.5, 1e6, 4.0, 1e-5, 1e-5])
     n = {"bytes": 4, "units": 5}.get(form, 6)
     res = least_squares(residuals, z0[:n], bounds=(np.log(lo[:n]), np.log(hi[:n])),
                         diff_step=1e-4, max_nfev=400)
