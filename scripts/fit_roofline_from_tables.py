@@ -12,8 +12,12 @@ transition; p → ∞ is today's hard max, p = 1 the sum). The rule under test: 
 per dtype, fitted on the measured GEMMs of every other GPU, predicts a GPU from its spec sheet
 alone. Candidate forms — transition (hard max, p fitted, sum) × floor (max, add) and, for the
 quantized dtypes, b_in with the per-call activation quantization (read bf16, write and re-read
-the quantized copy) — are ranked by the mean out-of-sample MAPE; the winner per dtype is
-refitted on all GPUs and printed as the default to record beside the presets.
+the quantized copy), a per-output cost k0 in K units, and weight streaming slower for narrow
+outputs (M × (1 + (n½/n)^q), η_m ≤ 1) — are ranked by the mean out-of-sample MAPE; the winner
+per dtype is refitted on all GPUs and printed as the default to record beside the presets.
+Decode attention the same way: t = floor [+ c·B·n_q] [+ c_unit·B·n_kv·h/128] + KV bytes /
+(BW·η(x)). `--form` ranks a subset of the GEMM forms (quicker); with --write the rows of the
+(kind, dtype) not refitted stay as they were.
 
 Data: the newest table of one engine per GPU (default vLLM), measured grid points only (no
 filled ones), and by default only the token counts a CUDA-graph step runs at (m = 1, 2, 4 and
