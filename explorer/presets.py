@@ -64,13 +64,16 @@ def roofline_records() -> tuple[RooflineRecord, ...]:
             fit = GemmRooflineFit(
                 dtype=r["dtype"], eta_c=float(r["eta_c"]), eta_m=float(r["eta_m"]),
                 p=float(r["p"]), act_quant=r["act_quant"] == "true",
-                k0=float(r.get("k0") or 0.0),
+                k0=float(r.get("k0") or 0.0), n_half=float(r.get("n_half") or 0.0),
+                n_q=float(r.get("n_q") or 1.0),
                 loo_mape_all=float(r["loo_mape_all"]), **common)
         else:
             fit = AttentionRooflineFit(
-                kv_dtype=r["dtype"], size=cast(Any, r["form"]), eta_max=float(r["eta_m"]),
+                kv_dtype=r["dtype"], size=cast(Any, "bytes" if r["form"] == "bytes" else "units"),
+                eta_max=float(r["eta_m"]),
                 half=float(r["half_bytes"]), q=float(r["q"]),
-                per_row_s=float(r["per_row_ns"] or 0.0) * 1e-9, **common)
+                per_row_s=float(r["per_row_ns"] or 0.0) * 1e-9,
+                per_unit_s=float(r.get("per_unit_ns") or 0.0) * 1e-9, **common)
         out.append(RooflineRecord(r["scope"], tuple(r["gpus"].split()), fit))
     return tuple(out)
 

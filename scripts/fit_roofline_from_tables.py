@@ -12,8 +12,12 @@ transition; p → ∞ is today's hard max, p = 1 the sum). The rule under test: 
 per dtype, fitted on the measured GEMMs of every other GPU, predicts a GPU from its spec sheet
 alone. Candidate forms — transition (hard max, p fitted, sum) × floor (max, add) and, for the
 quantized dtypes, b_in with the per-call activation quantization (read bf16, write and re-read
-the quantized copy) — are ranked by the mean out-of-sample MAPE; the winner per dtype is
-refitted on all GPUs and printed as the default to record beside the presets.
+the quantized copy), a per-output cost k0 in K units, and weight streaming slower for narrow
+outputs (M × (1 + (n½/n)^q), η_m ≤ 1) — are ranked by the mean out-of-sample MAPE; the winner
+per dtype is refitted on all GPUs and printed as the default to record beside the presets.
+Decode attention the same way: t = floor [+ c·B·n_q] [+ c_unit·B·n_kv·h/128] + KV bytes /
+(BW·η(x)). `--form` ranks a subset of the GEMM forms (quicker); with --write the rows of the
+(kind, dtype) not refitted stay as they were.
 
 Data: the newest table of one engine per GPU (default vLLM), measured grid points only (no
 filled ones), and by default only the token counts a CUDA-graph step runs at (m = 1, 2, 4 and
@@ -85,6 +89,7 @@ class Form:
     floor: str  # "add" | "max"
     act_quant: bool = False  # charge the activation quantization's bytes (quantized dtypes)
     k_eff: bool = False  # compute on k + k0: a per-output cost (prologue/epilogue) in K units
+    width: bool = False  # weight streaming slower for narrow outputs: memory × (1 + (n½/n)^q)
 
 
 FORMS = (Form("max + floor max (today)", "max", "max"), Form("max + floor add", "max", "add"),
@@ -93,7 +98,20 @@ FORMS = (Form("max + floor max (today)", "max", "max"), Form("max + floor add", 
          Form("p-norm + floor add + act quant", "p", "add", act_quant=True),
          Form("max + floor add + act quant", "max", "add", act_quant=True),
          Form("p-norm + floor add + K-eff", "p", "add", k_eff=True),
-         Form("p-norm + floor add + act quant + K-eff", "p", "add", act_quant=True, k_eff=True))
+         Form("p-norm + floor add + act quant + K-eff", "p", "add", act_quant=True, k_eff=True),
+         Form("p-norm + floor add + width", "p", "add", width=True),
+         Form("p-norm + floor add + K-eff + width", "p", "add", k_eff=True, width=True),
+         Form("p-norm + floor add + act quant + width", "p", "add", act_quant=True, width=True),
+         Form("p-norm + floor add + act quant + K-eff + width", "p", "add", act_quant=True,
+              k_eff=True, width=True))
+# "width": at small m a GEMM streams its weights with one CTA per output tile (n/128 of them
+# for one m tile), so a narrow output has too few loads in flight to reach the bandwidth a
+# wide one does; measured at fixed bytes, time falls with n more than with k (the residuals of
+# the forms without it rise by ~30% from n = 1024 to 65536 at every m ≤ 256).
+# Tried and left out: a share of the weights read from L2 (the collector repeats one call, so
+# weights that fit stay cached; L2 sizes from the spec sheets) gains 1.4 points on fp8 (only
+# L40S) and nothing elsewhere; efficiency by total bytes instead of by output width gains
+# nothing; wave quantisation ceil(tiles/SMs) on the compute term loses 4 points.
 # Tried and left out: compute on m rounded up to 64- or 128-row tiles gains 0.1-0.3 points of
 # bf16 LOO MAPE and only by pushing η_m above 1 (faster than the spec-sheet bandwidth).
 
@@ -105,11 +123,14 @@ class Params:
     floor_s: float
     p: float  # inf for the hard max
     k0: float = 0.0  # K elements charged per output element (K-dependent efficiency k/(k+k0))
+    n_half: float = 0.0  # output width (columns) at which weight streaming takes twice as long
+    n_q: float = 1.0
 
     def describe(self) -> str:
         p = "∞" if np.isinf(self.p) else f"{self.p:.2f}"
         return (f"η_c={self.eta_c:.3f} η_m={self.eta_m:.3f} floor={self.floor_s * 1e6:.2f} µs "
-                f"p={p}" + (f" k0={self.k0:.0f}" if self.k0 else ""))
+                f"p={p}" + (f" k0={self.k0:.0f}" if self.k0 else "")
+                + (f" n½={self.n_half:.3g} q={self.n_q:.2f}" if self.n_half else ""))
 
 
 def predict(form: Form, params: Params, pts: Points, dtype: str) -> FloatArray:
@@ -119,6 +140,8 @@ def predict(form: Form, params: Params, pts: Points, dtype: str) -> FloatArray:
     compute = 2.0 * pts.m * pts.n * (pts.k + params.k0) / (pts.peak_flops_per_s * params.eta_c)
     memory = ((pts.m * pts.k * b_in + pts.k * pts.n * b_w + pts.m * pts.n * b_out)
               / (pts.bw_bytes_per_s * params.eta_m))
+    if params.n_half:
+        memory = memory * (1.0 + (params.n_half / pts.n) ** params.n_q)
     hi, lo = np.maximum(compute, memory), np.minimum(compute, memory)
     # (C^p + M^p)^(1/p), written to stay finite for large p
     body = hi if np.isinf(params.p) else hi * (1.0 + (lo / hi) ** params.p) ** (1.0 / params.p)
@@ -133,7 +156,9 @@ def unpack(form: Form, x: FloatArray) -> Params:
     else:
         p = np.inf if form.transition == "max" else 1.0
     k0 = float(np.exp(x[4])) if form.k_eff else 0.0
-    return Params(float(np.exp(x[0])), float(np.exp(x[1])), float(np.exp(x[2])), p, k0)
+    n_half, n_q = (float(np.exp(x[5])), float(np.exp(x[6]))) if form.width else (0.0, 1.0)
+    return Params(float(np.exp(x[0])), float(np.exp(x[1])), float(np.exp(x[2])), p, k0,
+                  n_half, n_q)
 
 
 def fit(form: Form, train: list[Points], dtype: str) -> Params:
@@ -145,10 +170,13 @@ def fit(form: Form, train: list[Points], dtype: str) -> Params:
         return np.concatenate([w * (np.log(predict(form, params, p, dtype)) - np.log(p.latency_s))
                                for w, p in zip(weights, train, strict=True)])
 
-    x0 = np.log([0.6, 0.7, 8e-6, 2.0, 64.0])
-    lower = np.log([0.02, 0.02, 1e-7, 0.01, 1.0])
-    upper = np.log([1.5, 1.5, 2e-4, 30.0, 16384.0])
-    used = [0, 1, 2] + ([3] if form.transition == "p" else []) + ([4] if form.k_eff else [])
+    x0 = np.log([0.6, 0.7, 8e-6, 2.0, 64.0, 512.0, 0.5])
+    lower = np.log([0.02, 0.02, 1e-7, 0.01, 1.0, 1.0, 0.05])
+    upper = np.log([1.5, 1.5, 2e-4, 30.0, 16384.0, 1e6, 4.0])
+    if form.width:  # η_m is then the share of the spec bandwidth at an unbounded width
+        upper[1] = 0.0
+    used = ([0, 1, 2] + ([3] if form.transition == "p" else []) + ([4] if form.k_eff else [])
+            + ([5, 6] if form.width else []))
     full = x0.copy()
 
     def residuals_of(z: FloatArray) -> FloatArray:
@@ -261,9 +289,11 @@ class DtypeResult:
 
 
 def fit_dtype(engine: str, dtype: str, stride: int, aligned_only: bool,
-              log: Callable[[str], None]) -> DtypeResult | None:
+              log: Callable[[str], None], only_forms: tuple[str, ...] = ()
+              ) -> DtypeResult | None:
     rows = "m ∈ {1, 2, 4, 8·j}" if aligned_only else "every m"
-    forms = [f for f in FORMS if dtype in ACT_QUANT_BYTES or not f.act_quant]
+    forms = [f for f in FORMS if (dtype in ACT_QUANT_BYTES or not f.act_quant)
+             and (not only_forms or f.name in only_forms)]
     start = time.perf_counter()
     data = load_points(engine, dtype, aligned_only)
     if len(data) < 3:
@@ -338,10 +368,11 @@ class AttPoints:
     q_rows: FloatArray  # B·n_q (sequence × query head)
     latency_s: FloatArray
     bw_bytes_per_s: float
+    work: FloatArray  # B·n_kv·h/128: per-(sequence, KV head) work in 128-wide head units
 
     def take(self, step: int) -> AttPoints:
         return AttPoints(self.gpu, self.nbytes[::step], self.units[::step], self.q_rows[::step],
-                         self.latency_s[::step], self.bw_bytes_per_s)
+                         self.latency_s[::step], self.bw_bytes_per_s, self.work[::step])
 
 
 def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
@@ -354,7 +385,7 @@ def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
         table = load_generation_attention_table(slug, engine, kv_dtype)
         if not isinstance(table, GenerationAttentionTable):
             continue
-        cols: list[list[FloatArray]] = [[], [], [], []]
+        cols: list[list[FloatArray]] = [[], [], [], [], []]
         for (q_heads, kv, head_dim, window), cfg in table.configs.items():
             if window:
                 continue
@@ -365,22 +396,26 @@ def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
             cols[1].append(b * kv)
             cols[2].append(b * q_heads)
             cols[3].append(np.exp(cfg.log_latency[ib, isx]))
+            cols[4].append(b * kv * head_dim / 128.0)
         if cols[0]:
-            x, u, r, t = (np.concatenate(c) for c in cols)
-            out.append(AttPoints(slug, x, u, r, t, presets[slug].hbm_bw_bytes_per_s))
+            x, u, r, t, wk = (np.concatenate(c) for c in cols)
+            out.append(AttPoints(slug, x, u, r, t, presets[slug].hbm_bw_bytes_per_s, wk))
     return out
 
 
 # Candidate forms: η by the bytes read (small reads do not stream at full bandwidth), or by
-# the work units B·n_kv (few units leave SMs idle) plus a cost per (sequence, query head).
-ATT_FORMS = ("bytes", "units")
+# the work units B·n_kv (few units leave SMs idle) plus a cost per (sequence, query head);
+# "units+work" adds a cost per (sequence, KV head) in proportion to the head dim — each such
+# unit is a CTA (or a few split-KV ones) that loads its queries, runs the softmax epilogue and
+# writes its output whatever the KV length, which at short KV and large batch is the time.
+ATT_FORMS = ("bytes", "units", "units+work")
 
 
 def att_predict(form: str, x: FloatArray, pts: AttPoints) -> FloatArray:
-    floor, eta_max, half, q, per_row = x
+    floor, eta_max, half, q, per_row, per_unit = x
     size = pts.nbytes if form == "bytes" else pts.units
     eta = eta_max / (1.0 + (half / np.maximum(size, 1.0)) ** q)
-    extra = per_row * pts.q_rows if form == "units" else 0.0
+    extra = per_row * pts.q_rows + per_unit * pts.work
     return np.asarray(floor + extra + pts.nbytes / (pts.bw_bytes_per_s * eta))
 
 
@@ -396,7 +431,8 @@ def att_fit(form: str, train: list[AttPoints]) -> FloatArray:
 
     def unpack(z: FloatArray) -> FloatArray:
         x = np.exp(z)
-        return np.asarray([*x[:4], x[4] if form == "units" else 0.0])
+        return np.asarray([*x[:4], x[4] if form != "bytes" else 0.0,
+                           x[5] if form == "units+work" else 0.0])
 
     def residuals(z: FloatArray) -> FloatArray:
         x = unpack(z)
@@ -404,12 +440,15 @@ def att_fit(form: str, train: list[AttPoints]) -> FloatArray:
                                for w, p in zip(weights, train, strict=True)])
 
     if form == "bytes":
-        z0, lo, hi = np.log([5e-6, 0.85, 1e6, 1.0, 1.0]), [1e-7, 0.05, 1e3, 0.2, 0.5], \
-            [2e-4, 1.5, 1e11, 4.0, 2.0]
+        z0, lo, hi = np.log([5e-6, 0.85, 1e6, 1.0, 1.0, 1.0]), [1e-7, 0.05, 1e3, 0.2, 0.5, 0.5], \
+            [2e-4, 1.5, 1e11, 4.0, 2.0, 2.0]
     else:
-        z0, lo, hi = np.log([5e-6, 0.85, 64.0, 1.0, 1e-8]), [1e-7, 0.05, 0.1, 0.2, 1e-12], \
-            [2e-4, 1.5, 1e6, 4.0, 1e-5]
-    n = 5 if form == "units" else 4
+        # with the per-unit cost, η_max is the share of the spec bandwidth a large read
+        # reaches: at most all of it
+        z0, lo, hi = (np.log([5e-6, 0.85, 64.0, 1.0, 1e-8, 1e-8]),
+                      [1e-7, 0.05, 0.1, 0.2, 1e-12, 1e-13],
+                      [2e-4, 1.0 if form == "units+work" else 1.5, 1e6, 4.0, 1e-5, 1e-5])
+    n = {"bytes": 4, "units": 5}.get(form, 6)
     res = least_squares(residuals, z0[:n], bounds=(np.log(lo[:n]), np.log(hi[:n])),
                         diff_step=1e-4, max_nfev=400)
     return unpack(np.asarray(res.x, dtype=np.float64))
@@ -437,7 +476,8 @@ def fit_attention(engine: str, kv_dtype: str, stride: int,
     gpus = [p.gpu for p in data]
     log(f"\n== decode attention, {kv_dtype} KV ({engine}; GPUs: {', '.join(gpus)}; "
         f"{sum(p.nbytes.size for p in data)} measured points)")
-    log("  t = floor [+ c·B·n_q] + bytes/(BW·η), η = η_max/(1 + (x_half/x)^q), x = KV bytes "
+    log("  t = floor [+ c·B·n_q] [+ c_unit·B·n_kv·h/128] + bytes/(BW·η), "
+        "η = η_max/(1 + (x_half/x)^q), x = KV bytes "
         "(form 'bytes') or work units B·n_kv (form 'units')")
     train = {p.gpu: p.take(stride) for p in data}
     cells: dict[tuple[str, str], dict[str, Score]] = {}
@@ -480,30 +520,53 @@ def fit_attention(engine: str, kv_dtype: str, stride: int,
         + (f": {why}" if why else ""))
     for key, (x, members) in defaults.items():
         log(f"  default to record ({key}: {', '.join(members)}): floor={x[0] * 1e6:.2f} µs "
-            f"η_max={x[1]:.3f} x_half={x[2]:.3g} q={x[3]:.2f} c={x[4]:.3g} s")
+            f"η_max={x[1]:.3f} x_half={x[2]:.3g} q={x[3]:.2f} c={x[4]:.3g} s "
+            f"c_unit={x[5]:.3g} s")
     return AttResult(engine, kv_dtype, form, rule, loo, bias, own_fit, per_gpu, defaults)
 
 
 # -- the record --------------------------------------------------------------------------
 FIT_COLUMNS = ("kind", "dtype", "scope", "vendor", "engine", "rule", "form", "eta_c", "eta_m",
                "floor_us", "p", "act_quant", "half_bytes", "q", "loo_mape", "loo_bias",
-               "loo_mape_all", "own_fit_mape", "gpus", "source", "per_row_ns", "k0")
+               "loo_mape_all", "own_fit_mape", "gpus", "source", "per_row_ns", "k0", "n_half",
+               "n_q", "per_unit_ns")
 LOO_COLUMNS = ("kind", "dtype", "engine", "gpu", "loo_mape", "loo_bias", "loo_mape_serving",
                "loo_bias_serving")
 
 
-def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: Path,
-                 loo_path: Path, source: str, keep: tuple[str, ...] = ()) -> None:
-    """Write both files; rows of the kinds in `keep` (not refitted this run) stay as they were."""
+def sort_record(path: Path) -> None:
+    """GEMM rows first in dtype order, then attention: the order `make validate` prints,
+    whichever (kind, dtype) a run refitted."""
     import csv
 
+    header, *rows = list(csv.reader(path.open(encoding="utf-8")))
+    order = {"gemm": list(BYTES), "attention": list(ATT_KV_BYTES)}
+
+    def key(r: list[str]) -> tuple[bool, int]:
+        dtypes = order.get(r[0], [])
+        return r[0] != "gemm", dtypes.index(r[1]) if r[1] in dtypes else len(dtypes)
+
+    rows.sort(key=key)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: Path,
+                 loo_path: Path, source: str) -> None:
+    """Write both files; rows of the (kind, dtype) not refitted this run stay as they were."""
+    import csv
+
+    refitted = ({("gemm", r.dtype) for r in gemm}
+                | {("attention", a.kv_dtype) for a in attention})
     kept: dict[Path, list[list[str]]] = {}
     for path in (fit_path, loo_path):
         rows = list(csv.reader(path.open(encoding="utf-8"))) if path.exists() else [[]]
         header = rows[0]
         kept[path] = [[dict(zip(header, r, strict=False)).get(c, "")
                        for c in (FIT_COLUMNS if path == fit_path else LOO_COLUMNS)]
-                      for r in rows[1:] if r and r[0] in keep]
+                      for r in rows[1:] if r and (r[0], r[1]) not in refitted]
 
     with fit_path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
@@ -517,15 +580,18 @@ def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: 
                             f"{params.floor_s * 1e6:.3f}", p, str(r.form.act_quant).lower(),
                             "", "", f"{r.loo_serving:.4f}", f"{r.bias_serving:.4f}",
                             f"{r.loo_all:.4f}", f"{r.own_fit:.4f}", " ".join(members),
-                            source, "", f"{params.k0:.4g}"))
+                            source, "", f"{params.k0:.4g}",
+                            f"{params.n_half:.4g}" if params.n_half else "",
+                            f"{params.n_q:.4f}" if params.n_half else "", ""))
         for a in attention:
             for scope, (x, members) in a.defaults.items():
-                floor, eta, half, q, per_row = x
+                floor, eta, half, q, per_row, per_unit = x
                 w.writerow(("attention", a.kv_dtype, scope, "nvidia", a.engine, a.rule,
                             a.form, "", f"{eta:.4f}", f"{floor * 1e6:.3f}", "", "",
                             f"{half:.4g}", f"{q:.4f}", f"{a.loo:.4f}", f"{a.bias:.4f}",
                             f"{a.loo:.4f}", f"{a.own_fit:.4f}", " ".join(members), source,
-                            f"{per_row * 1e9:.4g}", ""))
+                            f"{per_row * 1e9:.4g}", "", "", "",
+                            f"{per_unit * 1e9:.4g}" if per_unit else ""))
     with loo_path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(LOO_COLUMNS)
@@ -555,14 +621,16 @@ def main() -> None:
                         help="record the chosen fits in data/roofline_fit.csv and their "
                         "per-GPU cross-validation in data/roofline_loo.csv")
     parser.add_argument("--only", choices=("gemm", "attention"),
-                        help="fit only this kind (with --write the other kind's rows stay)")
+                        help="fit only this kind (with --write the rows not refitted stay)")
+    parser.add_argument("--form", action="append", choices=[f.name for f in FORMS],
+                        help="GEMM forms to rank (default: all; a subset is quicker)")
     args = parser.parse_args()
     engines = args.engine or ["vllm", "trtllm", "sglang"]
     stride = max(1, args.stride)
     best: dict[str, DtypeResult] = {}
     for engine in engines if args.only != "attention" else []:
         for dtype in args.dtype or list(BYTES):
-            r = fit_dtype(engine, dtype, stride, not args.all_m, print)
+            r = fit_dtype(engine, dtype, stride, not args.all_m, print, tuple(args.form or ()))
             if r is not None and (dtype not in best or r.loo_serving < best[dtype].loo_serving):
                 best[dtype] = r
     att: dict[str, AttResult] = {}
@@ -587,9 +655,9 @@ def main() -> None:
         source = (f"scripts/fit_roofline_from_tables.py on {package_label()} measured tables "
                   f"(stride {stride}, {'every m' if args.all_m else 'CUDA-graph m'})")
         write_record(list(best.values()), list(att.values()), data / "roofline_fit.csv",
-                     data / "roofline_loo.csv", source,
-                     keep=("attention",) if args.only == "gemm" else
-                     ("gemm",) if args.only == "attention" else ())
+                     data / "roofline_loo.csv", source)
+        for path in (data / "roofline_fit.csv", data / "roofline_loo.csv"):
+            sort_record(path)
         print("wrote data/roofline_fit.csv and data/roofline_loo.csv")
 
 

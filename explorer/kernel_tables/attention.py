@@ -88,8 +88,15 @@ class AttentionConfig:
         return np.asarray(np.isfinite(self.log_latency))
 
     def latency(self, batch: npt.ArrayLike, kv_len_tokens: npt.ArrayLike) -> AttentionLookup:
-        """Vectorized over broadcast arrays of batch (sequences) and KV length (tokens)."""
-        queries = [log_query(q) for q in (batch, kv_len_tokens)]
+        """Vectorized over broadcast arrays of batch (sequences) and KV length (tokens).
+
+        A sliding window caps the KV read: past the window the time is the time at the window
+        (the measured points there repeat it within noise, and at large batch the collector
+        ran out of memory before reaching them), so the lookup never falls with context."""
+        kv_len = np.asarray(kv_len_tokens, dtype=np.float64)
+        if self.window_tokens:
+            kv_len = np.minimum(kv_len, float(self.window_tokens))
+        queries = [log_query(q) for q in (batch, kv_len)]
         shape = np.broadcast_shapes(*(q.shape for q in queries))
         axes = [locate(a, q) for a, q in zip(self.grid.axes_log, queries, strict=True)]
         value, ok, _ = interpolate(self.grid, axes, shape)

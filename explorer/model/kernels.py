@@ -2,9 +2,10 @@
 
 Where the hardware carries the cross-GPU fit of data/roofline_fit.csv (every NVIDIA preset):
 GEMM t = floor_dtype + (C^p + M^p)^(1/p) with that dtype's η_c, η_m (a smooth memory→compute
-transition, chosen by leave-one-GPU-out error), and decode attention t = floor + KV bytes /
-(BW·η(bytes)) with a size-dependent η. Otherwise (other vendors, calibrated or hand-set
-efficiencies): t = max(flops/(F·η_c), bytes/(BW·η_m), kernel floor).
+transition, chosen by leave-one-GPU-out error) and, where the fit has one, weight streaming
+slower for narrow outputs (M × (1 + (n½/n)^q)), and decode attention t = floor + KV bytes /
+(BW·η(bytes)) with a size-dependent η and a cost per (sequence, KV head). Otherwise (other
+vendors, calibrated or hand-set efficiencies): t = max(flops/(F·η_c), bytes/(BW·η_m), floor).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from explorer.base.dtypes import ACT_QUANT_BYTES, BYTES_PER_ELEMENT, GEMM_OPERAND_BYTES
-from explorer.specs.hardware import HardwareSpec
+from explorer.specs.hardware import GemmRooflineFit, HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike
@@ -69,11 +70,28 @@ def gemm_bytes(m: FloatArray, n: FloatArray, k: FloatArray, dtype: str,
     return np.asarray(m * k * b_in + k * n * b_w + m * n * b_out)
 
 
+def width_factor(fit: GemmRooflineFit, flops: FloatArray, outputs: FloatArray,
+                 width: ArrayLike | None) -> FloatArray | float:
+    """The fit's weight-streaming slowdown 1 + (n½/n)^q for output width n (columns). A call
+    that does not name its width (a grouped MoE GEMM) uses its mean reduction depth
+    flops/(2·outputs) in its place: its matrices' widths are of that size."""
+    if not fit.n_half:
+        return 1.0
+    if width is not None:
+        n = _f(width)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            n = np.where(outputs > 0, flops / (2.0 * outputs), np.inf)
+    return np.asarray(1.0 + (fit.n_half / np.maximum(n, 1.0)) ** fit.n_q)
+
+
 def gemm_roofline(hw: HardwareSpec, flops: ArrayLike, nbytes: ArrayLike, dtype: str,
-                  kernels: int = 1, outputs: ArrayLike = 0.0) -> KernelTime:
+                  kernels: int = 1, outputs: ArrayLike = 0.0,
+                  width: ArrayLike | None = None) -> KernelTime:
     """The roofline of `kernels` GEMM calls doing `flops`, moving `nbytes` and writing
-    `outputs` elements at a dtype: the dtype's cross-GPU fit where the hardware has one (with
-    its per-output cost k0), else the single-η hard max."""
+    `outputs` elements (`width` output columns each, where known) at a dtype: the dtype's
+    cross-GPU fit where the hardware has one (with its per-output cost k0 and width term),
+    else the single-η hard max."""
     fl, nb = _f(flops), _f(nbytes)
     fit = hw.gemm_fit(dtype)
     peak = hw.peak_flops_per_s(dtype)
@@ -83,7 +101,8 @@ def gemm_roofline(hw: HardwareSpec, flops: ArrayLike, nbytes: ArrayLike, dtype: 
         time = np.maximum(np.maximum(compute, memory), kernels * hw.kernel_floor_s)
         return KernelTime(time, compute, memory, fl, nb, kernels * hw.kernel_floor_s)
     compute = (fl + 2.0 * fit.k0 * _f(outputs)) / (peak * fit.eta_c)
-    memory = nb / (hw.hbm_bw_bytes_per_s * fit.eta_m)
+    memory = (nb / (hw.hbm_bw_bytes_per_s * fit.eta_m)
+              * width_factor(fit, fl, _f(outputs), width))
     time = kernels * fit.floor_s + p_norm(compute, memory, fit.p)
     return KernelTime(time, compute, memory, fl, nb, kernels * fit.floor_s)
 
@@ -100,7 +119,7 @@ def gemm_time(
         nbytes = gemm_bytes(m_, n_, k_, dtype, fit.act_quant)
     else:
         nbytes = (m_ * k_ + k_ * n_ + m_ * n_) * BYTES_PER_ELEMENT[dtype]
-    return gemm_roofline(hw, flops, nbytes, dtype, outputs=m_ * n_)
+    return gemm_roofline(hw, flops, nbytes, dtype, outputs=m_ * n_, width=n_)
 
 
 def padded_rows(group: ArrayLike, q_len: ArrayLike) -> FloatArray:
@@ -147,6 +166,7 @@ def attention_time(
     # Fixed cost + KV bytes at the size-dependent bandwidth; the 128-row tile steps stay a
     # hard max against compute (a partly filled tile costs a full one).
     memory = nbytes / (hw.hbm_bw_bytes_per_s * fit.efficiency(nbytes, b_ * kv_))
-    fixed = fit.floor_s + fit.per_row_s * b_ * kv_ * g_
+    fixed = (fit.floor_s + fit.per_row_s * b_ * kv_ * g_
+             + fit.per_unit_s * b_ * kv_ * h_qk / 128.0)  # per (sequence, KV head) CTA
     time = fixed + np.maximum(compute, memory)
     return KernelTime(time, compute, memory, useful_flops, nbytes, fixed)

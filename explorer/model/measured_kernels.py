@@ -94,6 +94,8 @@ class MeasuredKernels:
         default_factory=dict, repr=False)
     _moe_curves: dict[tuple[MoeShape, str], tuple[FloatArray, FloatArray, Provenance] | Missing
                       ] = field(default_factory=dict, repr=False)
+    _last_kv: dict[tuple[int, int, int, int], FloatArray] = field(default_factory=dict,
+                                                                  repr=False)
 
     def gemm_time(self, m: FloatArray, n: npt.ArrayLike, k: npt.ArrayLike,
                   roofline: FloatArray,
@@ -220,7 +222,8 @@ class MeasuredKernels:
                 # edge (t_meas(edge)·roof(x)/roof(edge)), so time does not drop where it ends.
                 ax_b, ax_s = (np.exp(a) for a in cfg.grid.axes_log)
                 b_c = np.clip(batch, ax_b[0], ax_b[-1])
-                s_c = np.clip(kv_len, ax_s[0], ax_s[-1])
+                s_c = np.minimum(np.clip(kv_len, ax_s[0], ax_s[-1]),
+                                 self._last_kv_covered(cfg_key, cfg, b_c))
                 edge = self._attention_lookup(cfg_key, cfg, b_c, s_c)
                 scale = np.where(edge.covered, edge.latency_s, np.nan) / roofline_at(b_c, s_c)
                 anchored = np.broadcast_to(roofline * np.where(np.isfinite(scale), scale, 1.0),
@@ -229,6 +232,23 @@ class MeasuredKernels:
         self.tally.add("attention", covered_all, size, reason or "outside the measured "
                        "(batch, KV length) box")
         return np.asarray(out, dtype=np.float64)
+
+    def _last_kv_covered(self, cfg_key: tuple[int, int, int, int], cfg: AttentionConfig,
+                         batch: FloatArray) -> FloatArray:
+        """The longest KV length measured at each batch (between two batch rows, the shorter
+        of theirs): past it, at large batch, the collector ran out of memory. Anchoring there,
+        not at an unmeasured corner, keeps the time from falling where the table ends."""
+        last = self._last_kv.get(cfg_key)
+        if last is None:
+            known = (cfg.grid.status & 1).astype(bool)
+            cols = known.shape[1] - 1 - np.argmax(known[:, ::-1], axis=1)
+            last = np.where(known.any(axis=1), np.exp(cfg.grid.axes_log[1][cols]), 0.0)
+            self._last_kv[cfg_key] = last
+        ax_b = np.exp(cfg.grid.axes_log[0])
+        b = np.asarray(batch, dtype=np.float64)
+        hi = np.clip(np.searchsorted(ax_b, b, side="left"), 0, ax_b.size - 1)
+        lo = np.clip(np.searchsorted(ax_b, b, side="right") - 1, 0, ax_b.size - 1)
+        return np.asarray(np.minimum(last[lo], last[hi]))
 
     def _attention_lookup(self, cfg_key: tuple[int, int, int, int], cfg: AttentionConfig,
                           batch: npt.ArrayLike, kv_len: npt.ArrayLike) -> AttentionLookup:

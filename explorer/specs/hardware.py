@@ -16,7 +16,8 @@ Vendor = Literal["nvidia", "amd"]
 class GemmRooflineFit(BaseModel):
     """The roofline of one dtype's GEMMs, fitted leave-one-GPU-out on measured tables
     (data/roofline_fit.csv): t = floor + (C^p + M^p)^(1/p), C = 2·m·n·(k+k0)/(F_dtype·η_c),
-    M = bytes/(BW·η_m). It carries to a GPU from its spec-sheet peak and bandwidth."""
+    M = bytes/(BW·η_m)·(1 + (n_half/n)^n_q). It carries to a GPU from its spec-sheet peak and
+    bandwidth."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -30,6 +31,11 @@ class GemmRooflineFit(BaseModel):
     act_quant: bool = Field(description="activations read bf16 and quantized in the op")
     k0: float = Field(default=0.0, ge=0, description="K elements charged per output element: "
                       "a per-tile prologue/epilogue cost, efficiency k/(k+k0) in compute")
+    n_half: float = Field(default=0.0, ge=0, description="output width (columns) at which "
+                          "weight streaming takes twice as long (0: no width term): memory "
+                          "time × (1 + (n_half/n)^n_q), few output tiles have few loads in "
+                          "flight")
+    n_q: float = Field(default=1.0, gt=0, le=4)
     loo_mape: float = Field(ge=0, description="leave-one-GPU-out MAPE, serving shapes")
     loo_bias: float
     loo_mape_all: float = Field(ge=0, description="leave-one-GPU-out MAPE, every shape")
@@ -43,7 +49,7 @@ class AttentionRooflineFit(BaseModel):
     for the `units` form, a cost per sequence × query head) and the KV bytes over a
     size-dependent bandwidth efficiency η(x) = η_max / (1 + (x_half/x)^q), where x is the KV
     bytes read (`bytes`: small reads do not stream at full bandwidth) or the work units B·n_kv
-    (`units`: few units leave SMs idle)."""
+    (`units`: few units leave SMs idle), and a cost per (sequence, KV head) ∝ head dim."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -53,6 +59,9 @@ class AttentionRooflineFit(BaseModel):
     size: Literal["bytes", "units"]
     floor_s: float = Field(ge=0, le=1e-3)
     per_row_s: float = Field(ge=0, le=1e-4, description="per sequence × query head, s")
+    per_unit_s: float = Field(default=0.0, ge=0, le=1e-4,
+                              description="per sequence × KV head × 128 of head dim, s: the "
+                              "fixed work of one CTA (queries in, softmax epilogue, output out)")
     eta_max: float = Field(gt=0, le=1.5)
     half: float = Field(gt=0, description="x at which η is half of η_max")
     q: float = Field(gt=0, le=4)

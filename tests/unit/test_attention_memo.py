@@ -57,3 +57,15 @@ def test_remembered_gemm_prices_match_a_fresh_model_and_keep_the_provenance_coun
     assert len(warm.target._gemm_memo) <= MAX_GEMM_MEMO
     price = next(iter(warm.target._gemm_memo.values()))[0]
     assert not price.flags.writeable  # shared between callers: read-only
+
+
+def test_past_the_measured_edge_attention_is_anchored_where_it_was_measured():
+    """Llama-4-Scout on l40s at TP 8 (5 q / 1 kv heads per rank, 8K window on most layers):
+    batch 512 is measured to KV 1023 only. A longer context beyond that edge is the roofline
+    anchored at the last measured KV length, so it never comes out cheaper than the shorter."""
+    m = scenario_model(Scenario(hardware="l40s", model="llama-4-scout", tp=8))
+    b = np.asarray([[64.0], [512.0]])
+    w = np.asarray([[1.0, 8.0, 30.0]])
+    short = m.verify(b, w, 1024, m.r.group)["attention"]
+    long = m.verify(b, w, 2048, m.r.group)["attention"]
+    assert (long >= short).all() and (long[1] > short[1]).all()

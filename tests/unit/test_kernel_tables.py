@@ -278,6 +278,23 @@ def test_attention_window_and_missing_configurations():
     assert isinstance(found, Missing)
 
 
+def test_a_sliding_window_caps_the_kv_read():
+    """l40s vllm 5 q / 1 kv heads × 128, window 8192: past the window the time is the time at
+    the window (the collector measured it flat to KV 131071 at small batch), so it never falls
+    and stays covered with a longer context; nothing unmeasured becomes covered."""
+    table = load_generation_attention_table("l40s", "vllm", "bf16")
+    assert isinstance(table, GenerationAttentionTable)
+    config = table.config(5, 1, 128, window_tokens=8192)
+    assert not isinstance(config, Missing)
+    at_window = config.latency(16, 8192)
+    longer = config.latency(16, [16384, 65536, 10**7])  # 10^7: past the measured KV axis
+    assert at_window.all_covered and longer.all_covered
+    np.testing.assert_array_equal(longer.latency_s, np.full(3, at_window.latency_s))
+    below = config.latency(16, [1023, 4095, 8191])
+    assert (np.diff(below.latency_s) > 0).all()  # below the window it grows with the KV read
+    assert not config.latency(256, 16384).all_covered  # batch 256 was measured to KV 2047
+
+
 def test_one_kernel_per_configuration_the_engines_default_lane():
     """SGLang measured some configurations with several kernels; the table uses the package's
     framework-default lane for the SM where it measured that configuration (fa3 on Hopper)."""

@@ -18,7 +18,7 @@ from explorer.analysis.roofline_check import (
     why_missed,
 )
 from explorer.base.dtypes import GEMM_OPERAND_BYTES
-from explorer.model.kernels import gemm_time
+from explorer.model.kernels import attention_time, gemm_roofline, gemm_time
 from explorer.presets import hardware_presets, roofline_held_out
 from explorer.specs.hardware import HardwareOverrides
 from tests.support.paths import ROOT
@@ -46,6 +46,8 @@ def test_the_gemm_roofline_is_the_recorded_smooth_form(dtype):
                 "fp4": 2.0 + 2.0 * (0.5 + 1 / 16)}[dtype]
     c = 2 * m * n * (k + fit.k0) / (hw.peak_flops_per_s(dtype) * fit.eta_c)
     mem = (m * k * b_in + k * n * b_w + m * n * b_out) / (hw.hbm_bw_bytes_per_s * fit.eta_m)
+    if fit.n_half:  # weight streaming slower for narrow outputs
+        mem = mem * (1 + (fit.n_half / n) ** fit.n_q)
     want = fit.floor_s + (c**fit.p + mem**fit.p) ** (1 / fit.p)
     got = gemm_time(hw, m, n, k, dtype).time_s
     np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -116,3 +118,51 @@ def test_make_validate_prints_the_loo_mape_per_dtype_with_its_verdict():
         line = next(ln for ln in text.splitlines() if f"GEMM {dtype} " in ln)
         assert "MAPE" in line and ("meets" in line or "MISSES" in line)
     assert text.count("why:") == sum(not s.meets_target for s in roofline_scores())
+
+
+def test_the_width_term_slows_narrow_outputs_and_a_grouped_gemm_uses_its_depth():
+    """Where a fit has the width term, a GEMM of the same bytes streams slower with fewer
+    output columns; a call without a width (the grouped MoE GEMM) uses flops/(2·outputs)."""
+    hw = hardware_presets()["h100"]
+    # the recorded fits where the width term matters (LOO chose it for the quantized dtypes)
+    fits = [f for f in hw.gemm_fits if f.n_half and (f.n_half / 1024.0) ** f.n_q > 0.05]
+    assert fits
+    fit = fits[0]
+    narrow = gemm_time(hw, 1.0, 1024.0, 16384.0, fit.dtype).time_s
+    wide = gemm_time(hw, 1.0, 16384.0, 1024.0, fit.dtype).time_s
+    assert narrow > wide
+    m, n, k = 4.0, 2048.0, 2048.0
+    kt = gemm_time(hw, m, n, k, fit.dtype)
+    grouped = gemm_roofline(hw, kt.flops, kt.bytes, fit.dtype, outputs=m * n)  # depth k = n
+    np.testing.assert_allclose(grouped.time_s, kt.time_s, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kv_dtype", ["bf16", "fp8"])
+def test_the_attention_roofline_is_the_recorded_form(kv_dtype):
+    """Fixed costs (floor, per query row, per (sequence, KV head) ∝ head dim) plus the KV bytes
+    at the size-dependent bandwidth, the 128-row tile steps a max against compute."""
+    hw = hardware_presets()["h100"]
+    fit = hw.attention_fit(kv_dtype)
+    assert fit is not None
+    b, s, kv, g, h = np.array([1.0, 64.0, 512.0]), 4096.0, 8.0, 4.0, 128.0
+    nbytes = b * s * kv * 2 * h * {"bf16": 2.0, "fp8": 1.0}[kv_dtype]
+    memory = nbytes / (hw.hbm_bw_bytes_per_s * fit.efficiency(nbytes, b * kv))
+    fixed = fit.floor_s + fit.per_row_s * b * kv * g + fit.per_unit_s * b * kv * h / 128
+    got = attention_time(hw, b, s, kv, g, 1.0, h, kv_dtype=kv_dtype)
+    compute = 2 * b * kv * 128 * s * 2 * h / (hw.bf16_flops_per_s * hw.attention_compute_efficiency)
+    np.testing.assert_allclose(got.time_s, fixed + np.maximum(compute, memory), rtol=1e-12)
+    assert np.all(np.diff(got.time_s) > 0)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp8", "fp8_block", "fp4"])
+def test_a_gpu_without_tables_is_priced_by_the_carried_fit_from_its_spec_sheet(dtype):
+    """Hypothetical hardware (twice the bandwidth of an H200) keeps the cross-GPU fit: a
+    weight-streaming GEMM's variable part halves, the fixed part stays."""
+    hw = hardware_presets()["h200"]
+    faster = hw.model_copy(update={"slug": "h200-2x", "hbm_bw_bytes_per_s":
+                                   2 * hw.hbm_bw_bytes_per_s})
+    assert faster.gemm_fit(dtype) == hw.gemm_fit(dtype) is not None
+    fit = hw.gemm_fit(dtype)
+    base = gemm_time(hw, 1.0, 8192.0, 8192.0, dtype).time_s - fit.floor_s
+    fast = gemm_time(faster, 1.0, 8192.0, 8192.0, dtype).time_s - fit.floor_s
+    assert 0.5 <= fast / base < 0.6  # the compute term, tiny at m = 1, does not halve
