@@ -9,6 +9,7 @@ unless `-n` is given (`-n 0`: one process).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,11 @@ import pytest
 from tests.support.paths import ARTIFACTS
 from tests.support.quick_loop import is_quick_loop
 from tests.support.server import app_env, free_port, start_server, stop_server
+
+# pytest caches its assertion-rewritten test modules (and Python its bytecode) in __pycache__,
+# but not when PYTHONDONTWRITEBYTECODE is set, as it is on our machines: then every run rewrites
+# ~200 modules again, about half of collecting the suite. The caches are git-ignored.
+sys.dont_write_bytecode = False
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -141,12 +141,14 @@ def test_presets_and_schema():
     assert code == 0 and "draft_len" in json.loads(out)["properties"]
 
 
+@pytest.mark.slow  # another Python: seconds, out of the quick loop
 def test_module_entry_point():  # the core's imports: tests/unit/test_layers.py
     r = subprocess.run([sys.executable, "-m", "explorer", "evaluate", "--batch", "-1"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--batch" in r.stderr
 
 
+@pytest.mark.slow  # another Python: seconds, out of the quick loop
 def test_a_reader_that_leaves_early_gets_no_traceback():
     # `sweep … | head -1`: the pipe closes after the header while the sweep still writes.
     proc = subprocess.Popen([sys.executable, "-m", "explorer", "sweep", "--batch", "1:4096:x2",

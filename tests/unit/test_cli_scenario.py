@@ -90,6 +90,7 @@ def test_save_from_a_scenario_file_and_list_newest_first(tmp_path: Path):
     assert [r["id"] for r in json.loads(out)] == [second]
 
 
+@pytest.mark.slow  # another Python: seconds, out of the quick loop
 def test_the_app_and_another_process_see_what_the_cli_saved(data_dir: Path):
     env = {**os.environ, store.DATA_DIR_ENV: str(data_dir)}
     env.pop(store.DATABASE_URL_ENV, None)
@@ -190,6 +191,7 @@ def test_check_of_a_healthy_store_exits_0():
         "unreadable": []}
 
 
+@pytest.mark.slow  # three CLI runs in other Pythons: seconds, out of the quick loop
 def test_a_damaged_store_is_named_by_check_list_and_save(data_dir: Path):
     for i in range(40):
         save("--timings-file", str(SAMPLES / "step_times.csv"), "--name", f"r{i}")

@@ -119,6 +119,7 @@ def test_verify_attention_is_the_measured_q1_time_times_the_modelled_tile_ratio(
     np.testing.assert_allclose(t4 / t1, roof[1] / roof[0])
 
 
+@pytest.mark.slow  # runs scripts/validate.py in another Python: seconds, out of the quick loop
 def test_the_validate_script_runs_and_prints_each_group():
     import subprocess
     import sys

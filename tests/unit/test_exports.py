@@ -73,6 +73,7 @@ def test_scenario_json_round_trips_through_the_cli(sc: Scenario, tmp_path: Path)
     assert json.loads(out.getvalue()) == json.loads(json.dumps(evaluate(sc).model_dump()))
 
 
+@pytest.mark.slow  # another Python: seconds, out of the quick loop
 def test_scenario_json_file_works_with_python_m_explorer(tmp_path: Path):
     sc = Scenario(batch=8, draft_len=4)
     path = tmp_path / "s.json"

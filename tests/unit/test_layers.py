@@ -10,6 +10,8 @@ import sys
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 from tests.support.paths import ROOT
 
 # Lowest first. A module may import its own layer or any lower one.
@@ -102,6 +104,7 @@ def test_the_core_imports_no_ui_library():
     assert wrong == []
 
 
+@pytest.mark.slow  # imports the whole core in another Python: seconds, out of the quick loop
 def test_loading_the_whole_core_loads_no_ui_library():
     """At run time too: a third-party dependency of the core could pull a UI library in."""
     ui = layer_of("explorer.ui")

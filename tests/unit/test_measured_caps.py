@@ -168,6 +168,7 @@ def test_draft_lengths_past_the_cap_are_refused_and_at_it_kept_not_evaluated():
         AcceptanceCurve(draft_lens=(MAX_MEASURED_DRAFT_LEN + 1,), acceptance_lengths=(2.0,))
 
 
+@pytest.mark.slow  # builds 200k rows per step format: seconds, out of the quick loop
 def test_step_rows_past_the_table_cap_are_refused_in_every_step_format():
     n = MAX_MEASURED_ROWS + 1
     sglang = "\n".join(json.dumps({"batch_size": 1 + i % 64, "steps": 0, "topk": 0,

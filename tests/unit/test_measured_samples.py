@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from explorer.measured import (
@@ -15,7 +12,7 @@ from explorer.measured import (
     parse_bytes,
     validate_path,
 )
-from tests.support.paths import REFERENCE, ROOT, SAMPLES
+from tests.support.paths import REFERENCE, SAMPLES
 
 
 def load(name: str) -> ParseResult:
@@ -207,13 +204,3 @@ def test_json_schema(fmt: str) -> None:
 def test_json_schema_unknown_format() -> None:
     with pytest.raises(ValueError, match="unknown format"):
         json_schema("nope")
-
-
-def test_core_does_not_import_ui_libraries() -> None:
-    code = (
-        "import sys, explorer.measured as m\n"
-        "m.parse_bytes('a.csv', b'D,AL\\n1,1.5\\n')\n"
-        "bad = [x for x in ('streamlit', 'plotly') if x in sys.modules]\n"
-        "assert not bad, bad\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

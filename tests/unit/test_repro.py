@@ -98,6 +98,7 @@ def test_a_kernel_table_of_unknown_dtypes_loads_but_calibration_says_why_not():
                     r"the roofline can model \(skipped 1 GEMM rows with dtype int4_wo", err), err
 
 
+@pytest.mark.slow  # another Python on a pseudo-terminal: seconds, out of the quick loop
 def test_validate_never_writes_terminal_escapes_to_a_real_terminal_stream():
     """As a user runs it: the bytes on stdout hold the escapes spelled out, never ESC or BEL."""
     proc = subprocess.run(

@@ -155,6 +155,7 @@ def test_ids_are_128_random_bits(tmp_path: Path):
     s.dispose()
 
 
+@pytest.mark.slow  # another Python: seconds, out of the quick loop
 def test_restart_new_engine_and_new_process_read_the_same_record(db_url: str):
     a = ScenarioStore(db_url)
     saved = a.save(rich_scenario(), name="survives restarts")
