@@ -34,6 +34,7 @@ def draft_time(
     layer_scale: npt.ArrayLike = 1.0,
     tokens_of: Callable[[FloatArray, FloatArray], FloatArray] | None = None,
     first_forward_width: npt.ArrayLike = 1.0,
+    target_hidden: float | None = None,
 ) -> Breakdown:
     """T_draft(B, D) per component for one speculation round (zero at D = 0).
 
@@ -43,7 +44,8 @@ def draft_time(
     `first_forward_width`: tokens per request of a chain head's first forward (the engine
     profile's draft_first_forward: 1 + D where it runs on every scheduled token, else 1); that
     forward alone applies the fused FC of the target's features and samples B rows, the other
-    D − 1 run on B tokens.
+    D − 1 run on B tokens. `target_hidden`: the width of the target features that FC reads
+    (default the head's own hidden size, the same for a head at the target's dims).
     """
     def pad(bb: FloatArray, ww: FloatArray) -> FloatArray | None:
         return tokens_of(bb, ww) if tokens_of is not None else None
@@ -67,6 +69,7 @@ def draft_time(
         first = target_layers.head_layers(
             b, w1, s, g, float(mech.draft_layers), mech.draft_vocab,
             fused_target_layers=mech.fused_target_layers, tokens=pad(b, w1), logit_rows=b,
+            fused_input_hidden=target_hidden,
         )
         later = target_layers.head_layers(
             b, one, s, g, float(mech.draft_layers), mech.draft_vocab, tokens=pad(b, one),

@@ -278,6 +278,7 @@ class ScenarioModel:
             head_group, layer_scale=scale,
             tokens_of=lambda bb, ww: graph_shape(self.engine, bb, ww)[0],
             first_forward_width=self._first_draft_width(np.asarray(draft_len, np.float64)),
+            target_hidden=float(self.r.model.hidden),
         )
         b = np.asarray(batch, dtype=np.float64)
         d = np.asarray(draft_len, dtype=np.float64)

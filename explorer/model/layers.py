@@ -434,11 +434,14 @@ class LayerModel:
         self, batch: FloatArray, width: FloatArray, context: FloatArray, group: FloatArray,
         layers: float, vocab: int | None, fused_target_layers: int = 0,
         tokens: npt.ArrayLike | None = None, logit_rows: npt.ArrayLike | None = None,
+        fused_input_hidden: float | None = None,
     ) -> Breakdown:
         """`layers` layers of the target's dims plus an lm_head: an MTP/EAGLE/DFlash drafter.
 
         `logit_rows`: the rows the lm_head runs on when not every token's logits are taken (an
         EAGLE round's first forward runs on B·(1+D) tokens but samples B); default B·W.
+        `fused_input_hidden`: the width of each fused target feature (the target's hidden size,
+        which a head with its own dims does not share); default the head's own.
 
         Draft heads are dense (an MTP head of an MoE target routes too, but its expert set is
         small: we charge the dense equivalent with the target's active FFN width).
@@ -451,8 +454,9 @@ class LayerModel:
         )
         shape = _zeros(b_w, context, group)
         gemm = shape + layers * (self.projection_gemms(n, group) + self.dense_mlp(n, ffn))
-        if fused_target_layers:  # an FC fuses k target feature layers: (k·h → h), EAGLE-3: k = 3
-            gemm = gemm + self._gemm(n, m.hidden, float(fused_target_layers) * m.hidden)
+        if fused_target_layers:  # an FC fuses k target features: (k·h_target → h), EAGLE-3: k = 3
+            h_in = m.hidden if fused_input_hidden is None else fused_input_hidden
+            gemm = gemm + self._gemm(n, m.hidden, float(fused_target_layers) * h_in)
         return {
             "gemm": gemm,
             "attention": shape + layers * self.attention(batch, width, context, group),

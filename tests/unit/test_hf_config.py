@@ -512,3 +512,25 @@ def test_a_hybrid_layer_is_one_block_one_all_reduce():
     per = float(nas.target.allreduce(np.asarray(8.0)))
     assert float(nas.verify(8.0, 1.0, 8192.0, 8.0)["communication"]) == \
         pytest.approx((49 + 80) * per / 2)
+
+
+def test_a_wider_heads_fused_fc_reads_the_targets_features(tmp_path):
+    """EAGLE-3's FC maps 3 target features (3 × 4096 for Llama-3.1-8B) to the head's own width:
+    a head twice as wide reads k = 3·4096, not 3·8192."""
+    sample = HF_SAMPLES / "eagle3_llama3.1_8b_config.json"
+    cfg = json.loads(sample.read_text(encoding="utf-8"))
+    wide_path = _write(tmp_path, {**cfg, "hidden_size": 8192, "intermediate_size": 28672,
+                                  "num_attention_heads": 64}, "wide.json")
+    m = scenario_model(_drafter_scenario(wide_path, "eagle3"))
+    assert (m.head.model.hidden, m.r.model.hidden) == (8192, 4096)
+    b, w = np.asarray([[8.0]]), np.asarray([[4.0]])
+    s, g = np.asarray([[8192.0]]), np.asarray([[float(m.r.group)]])
+
+    def gemm(**kw: float) -> float:
+        return float(m.head.head_layers(b, w, s, g, 1.0, None, **kw)["gemm"].item())
+
+    plain = gemm()
+    read_target = gemm(fused_target_layers=3, fused_input_hidden=4096.0) - plain
+    read_own = gemm(fused_target_layers=3) - plain
+    # bf16 weights 8192 × k: the FC's bytes are half as many when k is 3·4096
+    assert 0.4 * read_own < read_target < 0.75 * read_own
