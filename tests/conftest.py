@@ -37,8 +37,8 @@ SLOW_MODULES = ("test_measured_downstream.py", "test_measured_fuzz.py")
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """The quick loop runs in parallel: its ~1,000 in-process tests share nothing but the
-    read-only data, and one process on a 2-core machine spends half the time waiting. The full
-    run (browser and served-app tests, one server, load and fault tests) stays in one process."""
+    read-only data, and one process uses one core. The full run (browser and served-app tests,
+    one server, load and fault tests) stays in one process."""
     if (hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist")
             or config.option.numprocesses is not None or config.option.collectonly):
         return
