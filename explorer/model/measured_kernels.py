@@ -250,8 +250,10 @@ class MeasuredKernels:
         lo = np.clip(np.searchsorted(ax_b, b, side="right") - 1, 0, ax_b.size - 1)
         return np.asarray(np.minimum(last[lo], last[hi]))
 
-    def _attention_lookup(self, cfg_key: tuple[int, int, int, int], cfg: AttentionConfig,
+    def _attention_lookup(self, cfg_key: tuple[object, ...], cfg: AttentionConfig,
                           batch: npt.ArrayLike, kv_len: npt.ArrayLike) -> AttentionLookup:
+        """cfg.latency, remembered by its exact inputs (decode attention and MLA alike: their
+        configuration keys differ, an MLA key starts with "mla")."""
         b, s = np.asarray(batch, dtype=np.float64), np.asarray(kv_len, dtype=np.float64)
         key = (cfg_key, b.shape, b.tobytes(), s.shape, s.tobytes())
         found = self._attention_lookups.get(key)
@@ -368,14 +370,14 @@ class MeasuredKernels:
             self.tally.add("attention", False, size, cfg.reason)
             return roofline
         mla_key = ("mla", int(q_heads), kv_lora_rank, rope_dim, kv_dtype)
-        hit = self._mla_lookup(mla_key, cfg, batch, kv_len)
+        hit = self._attention_lookup(mla_key, cfg, batch, kv_len)
         sel = np.broadcast_to(hit.covered, shape)
         out = np.where(sel, np.broadcast_to(hit.latency_s * (roofline / roofline_q1), shape),
                        np.broadcast_to(roofline, shape))
         if roofline_at is not None and not sel.all():
             ax_b, ax_s = (np.exp(a) for a in cfg.grid.axes_log)
             b_c, s_c = np.clip(batch, ax_b[0], ax_b[-1]), np.clip(kv_len, ax_s[0], ax_s[-1])
-            edge = self._mla_lookup(mla_key, cfg, b_c, s_c)
+            edge = self._attention_lookup(mla_key, cfg, b_c, s_c)
             scale = np.where(edge.covered, edge.latency_s, np.nan) / roofline_at(b_c, s_c)
             anchored = np.broadcast_to(roofline * np.where(np.isfinite(scale), scale, 1.0),
                                        shape)
@@ -386,19 +388,6 @@ class MeasuredKernels:
         if sel.any():
             self.tally.sources.setdefault("attention", set()).add(cfg.provenance.label)
         return np.asarray(out, dtype=np.float64)
-
-    def _mla_lookup(self, mla_key: tuple[object, ...], cfg: AttentionConfig,
-                    batch: npt.ArrayLike, kv_len: npt.ArrayLike) -> AttentionLookup:
-        """cfg.latency, remembered by its exact inputs beside the attention lookups."""
-        b, s = np.asarray(batch, dtype=np.float64), np.asarray(kv_len, dtype=np.float64)
-        key = (*mla_key, b.shape, b.tobytes(), s.shape, s.tobytes())
-        found = self._attention_lookups.get(key)
-        if found is None:
-            if len(self._attention_lookups) >= MAX_MEMO_LOOKUPS:
-                self._attention_lookups.clear()
-            found = cfg.latency(b, s)
-            self._attention_lookups[key] = found
-        return found
 
     def _mla_config(self, q_heads: int, kv_lora_rank: int, rope_dim: int, kv_dtype: str
                     ) -> AttentionConfig | Missing:
