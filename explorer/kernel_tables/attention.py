@@ -36,6 +36,7 @@ from explorer.kernel_tables._grid import (
 from explorer.kernel_tables.catalog import (
     Missing,
     Provenance,
+    TableLookup,
     TableRef,
     find_table,
     package_label,
@@ -56,17 +57,7 @@ _SM_LINE = re.compile(r"^\s*sm_version:\s*(\d+)\s*$", re.MULTILINE)
 ConfigKey = tuple[int, int, int, int]  # (num_heads, kv_heads, head_dim, window_tokens)
 
 
-@dataclass(frozen=True)
-class AttentionLookup:
-    """Latency of one decode-attention call (one layer, one query token per sequence)."""
-
-    latency_s: FloatArray  # NaN where not covered
-    covered: BoolArray
-    provenance: Provenance
-
-    @property
-    def all_covered(self) -> bool:
-        return bool(self.covered.all())
+AttentionLookup = TableLookup  # one decode-attention call: one layer, one query per sequence
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Final
 # The one import of the dtype vocabulary: re-point to explorer.base.dtypes when it lands.
 from explorer.base.dtypes import normalize_dtype
 from explorer.base.engines import SERVING_ENGINES, ServingEngine
+from explorer.kernel_tables._grid import BoolArray, FloatArray
 
 PACKAGE: Final = "aiconfigurator-core"
 _MODULE: Final = "aiconfigurator_core"
@@ -81,6 +82,20 @@ class Provenance:
         if self.op != self.family:
             where += f"/{self.op}"
         return f"{self.package}, {where}, {self.dtype}, {self.kernel_source}"
+
+
+@dataclass(frozen=True)
+class TableLookup:
+    """Latency of one kind of kernel call for arrays of its sizes, from one measured table:
+    decode attention and routed experts alike (GEMM adds which points were filled)."""
+
+    latency_s: FloatArray  # NaN where not covered
+    covered: BoolArray
+    provenance: Provenance
+
+    @property
+    def all_covered(self) -> bool:
+        return bool(self.covered.all())
 
 
 @dataclass(frozen=True)

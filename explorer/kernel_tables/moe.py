@@ -32,10 +32,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from explorer.kernel_tables._grid import BoolArray, FloatArray, log_query
+from explorer.kernel_tables._grid import FloatArray, log_query
 from explorer.kernel_tables.catalog import (
     Missing,
     Provenance,
+    TableLookup,
     TableRef,
     find_table,
     list_tables,
@@ -70,17 +71,7 @@ class MoeShape:
                 f"{self.num_experts} experts, moe_tp {self.tp}, moe_ep {self.ep}")
 
 
-@dataclass(frozen=True)
-class MoeLookup:
-    """Latency of one routed-expert layer for arrays of token counts."""
-
-    latency_s: FloatArray  # NaN where not covered
-    covered: BoolArray
-    provenance: Provenance
-
-    @property
-    def all_covered(self) -> bool:
-        return bool(self.covered.all())
+MoeLookup = TableLookup  # one routed-expert layer over arrays of token counts
 
 
 @dataclass(frozen=True)
