@@ -7,6 +7,8 @@ back to the roofline and say so) and a `Provenance` whose `label` the UI shows. 
 dtype or op without a table gives a `Missing` with the reason, never an exception.
 
     table = load_gemm_table("h200", "vllm", "bf16")       # GemmTable | Missing
+    table = load_serving_gemm_table("h200", "vllm", "fp8_block")  # a stand-in where the
+                                            # engine's own table was not timed as a step runs
     hit = table.latency(m, n, k)                           # .latency_s, .covered, .filled
     hit = table.curve(n, k).latency(m)                     # same numbers, fast for fixed (n, k)
     attn = load_generation_attention_table("h200", "vllm", "fp8")
@@ -49,6 +51,7 @@ from explorer.kernel_tables.gemm import (
     GemmTable,
     gemm_time_s,
     load_gemm_table,
+    load_serving_gemm_table,
 )
 from explorer.kernel_tables.mla import find_mla_config
 from explorer.kernel_tables.moe import MoeCurve, MoeLookup, MoeShape, find_moe_curve, moe_time_s
@@ -80,6 +83,7 @@ __all__ = [
     "list_tables",
     "load_gemm_table",
     "load_generation_attention_table",
+    "load_serving_gemm_table",
     "moe_time_s",
     "newest_version",
     "newest_versions",

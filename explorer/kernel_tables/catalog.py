@@ -55,6 +55,27 @@ _PACKAGE_SPELLINGS: Final = frozenset(
 
 
 @dataclass(frozen=True)
+class NotAsServed:
+    """A shipped table whose collector did not time the calls as a serving step runs them, so it
+    does not price that engine's steps; the first stand-in engine with a table does."""
+
+    stand_ins: tuple[str, ...]
+    reason: str
+
+
+# (engine, op, dtype in the package's spelling) → why its table is not a serving step's time.
+NOT_AS_SERVED: Final[dict[tuple[str, str, str], NotAsServed]] = {
+    ("vllm", "gemm", "fp8_block"): NotAsServed(
+        ("sglang", "trtllm"),
+        "vLLM's collector times fp8_block GEMMs without CUDA graphs (ai-dynamo/aiconfigurator "
+        "collector/vllm/collect_gemm.py @d5bad971c, the vLLM 0.24.0 data: use_cuda_graph="
+        "gemm_type != 'fp8_block'), so each call carries host launch time a CUDA-graph step "
+        "does not pay: at m ≤ 64 its times are 4x SGLang's on Hopper and 14-27x on Blackwell "
+        "(60-290 µs for any shape)"),
+}
+
+
+@dataclass(frozen=True)
 class Missing:
     """No measured table covers this request; `reason` says why, for the UI and the fallback."""
 
@@ -74,14 +95,22 @@ class Provenance:
     dtype: str  # the table's own spelling, e.g. bfloat16
     kernel_source: str
     detail: str = ""  # e.g. "74 of 35816 grid points filled"
+    # Set where this table prices another engine's calls: that engine, and why not its own.
+    stands_in_for: str = ""
+    stand_in_reason: str = ""
 
     @property
     def label(self) -> str:
-        """One short line: package, table folder, dtype, kernel."""
+        """One short line: package, table folder, dtype, kernel (and whose calls it stands in
+        for)."""
         where = f"{self.system}/{self.family}/{self.engine}/{self.engine_version}"
         if self.op != self.family:
             where += f"/{self.op}"
-        return f"{self.package}, {where}, {self.dtype}, {self.kernel_source}"
+        label = f"{self.package}, {where}, {self.dtype}, {self.kernel_source}"
+        if self.stands_in_for:
+            label += (f" — standing in for {self.stands_in_for}'s own table: "
+                      f"{self.stand_in_reason}")
+        return label
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ rather than filled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,6 +39,7 @@ from explorer.kernel_tables._grid import (
     log_query,
 )
 from explorer.kernel_tables.catalog import (
+    NOT_AS_SERVED,
     Missing,
     Provenance,
     TableRef,
@@ -293,6 +294,28 @@ def load_gemm_table(
         return _build(ref, table_dtype(dtype))
     except (OSError, ValueError, KeyError) as err:  # a damaged or changed file: fall back
         return Missing(f"could not read {ref.where}/{ref.op}: {err}")
+
+
+@lru_cache(maxsize=64)
+def load_serving_gemm_table(gpu: str, engine: str, dtype: str) -> GemmTable | Missing:
+    """The table that prices this engine's GEMMs in a serving step: its own, unless its
+    collector did not time them as a step runs them (catalog.NOT_AS_SERVED); then the first
+    stand-in engine's table of the same GPU and dtype, its provenance saying whose calls it
+    stands in for and why. Missing (roofline) where no stand-in has a table either."""
+    key = (engine.strip().lower(), "gemm", table_dtype(dtype))
+    rule = NOT_AS_SERVED.get(key)
+    if rule is None:
+        return load_gemm_table(gpu, engine, dtype)
+    tried = []
+    for other in rule.stand_ins:
+        table = load_gemm_table(gpu, other, dtype)
+        if isinstance(table, GemmTable):
+            prov = replace(table.provenance, stands_in_for=key[0], stand_in_reason=rule.reason)
+            # A copy with its own curve cache: the curves carry the provenance.
+            return replace(table, provenance=prov, _curves={})
+        tried.append(f"{other}: {table.reason}")
+    return Missing(f"{key[0]}'s {key[2]} GEMM table is not used ({rule.reason}) and no stand-in "
+                   f"has one ({'; '.join(tried)})")
 
 
 def gemm_time_s(

@@ -22,7 +22,7 @@ from explorer.kernel_tables import (
     GemmTable,
     GenerationAttentionTable,
     Missing,
-    load_gemm_table,
+    load_serving_gemm_table,
     load_generation_attention_table,
     package_label,
     resolve_system,
@@ -428,6 +428,11 @@ class MeasuredKernels:
             else:
                 part = (f"{name} {share:.0%} of calls measured "
                         f"(rest: {self.tally.why_not.get(kind, 'not covered')})")
+            if (kind == "gemm" and share > 0.0 and isinstance(self.gemm, GemmTable)
+                    and self.gemm.provenance.stands_in_for):
+                prov = self.gemm.provenance
+                part += (f" [{prov.engine}'s table for {prov.stands_in_for}'s GEMMs: "
+                         f"{prov.stand_in_reason}]")
             if kind == "moe" and share > 0.0 and self.moe_sources():
                 part += f" [{self.moe_sources()}]"  # its own table and version
             if kind == "attention" and share > 0.0 and self.tally.sources.get("attention"):
@@ -437,7 +442,11 @@ class MeasuredKernels:
         return f"{head}: {', '.join(parts) or 'no kernel evaluated'}{rest}"
 
     def label(self) -> str:
-        if isinstance(self.gemm, GemmTable):
+        if isinstance(self.gemm, GemmTable) and self.gemm.provenance.stands_in_for:
+            prov = self.gemm.provenance  # another engine's table prices this one's GEMMs
+            version = f"(GEMM: {prov.engine} {prov.engine_version} table standing in)"
+            system = prov.system
+        elif isinstance(self.gemm, GemmTable):
             version, system = self.gemm.provenance.engine_version, self.gemm.provenance.system
         elif isinstance(self.attention, GenerationAttentionTable):
             version, system = self.attention.ref.version, self.attention.ref.system
@@ -450,7 +459,7 @@ class MeasuredKernels:
 @lru_cache(maxsize=64)
 def _tables(hardware: str, engine: str, dtype: str, kv_dtype: str
             ) -> tuple[GemmTable | Missing, GenerationAttentionTable | Missing]:
-    return (load_gemm_table(hardware, engine, dtype),
+    return (load_serving_gemm_table(hardware, engine, dtype),
             load_generation_attention_table(hardware, engine, kv_dtype))
 
 

@@ -346,3 +346,54 @@ def test_a_damaged_table_is_a_reason_not_an_exception(tmp_path: Path):
     assert isinstance(found, Missing) and "could not read h200_sxm/gemm/vllm/0.24.0" in found.reason
     found = load_generation_attention_table("h200", "vllm", "bf16", root=tmp_path)
     assert isinstance(found, Missing) and "could not read" in found.reason
+
+
+# --- tables that do not price a serving step -----------------------------------------------
+
+
+def test_vllm_fp8_block_gemms_are_priced_by_a_table_timed_under_cuda_graphs():
+    """vLLM's fp8_block table was timed eagerly (60-290 µs a call at any shape); SGLang's
+    table of the same GPU prices vLLM's fp8_block GEMMs instead, and says so."""
+    from explorer.kernel_tables import load_serving_gemm_table
+
+    raw = load_gemm_table("b200", "vllm", "fp8_block")
+    served = load_serving_gemm_table("b200", "vllm", "fp8_block")
+    sglang = load_gemm_table("b200", "sglang", "fp8_block")
+    assert isinstance(raw, GemmTable) and isinstance(served, GemmTable)
+    assert isinstance(sglang, GemmTable)
+    assert served.provenance.engine == "sglang"
+    assert served.provenance.stands_in_for == "vllm"
+    assert "standing in for vllm's own table" in served.provenance.label
+    assert "use_cuda_graph" in served.provenance.stand_in_reason  # the collector's own words
+    m = np.array([1.0, 8.0, 64.0])
+    got = served.curve(7168, 16384).latency(m)
+    assert got.provenance.stands_in_for  # the curve carries the stand-in's provenance
+    np.testing.assert_allclose(got.latency_s, sglang.curve(7168, 16384).latency(m).latency_s)
+    # The eager table is the artefact it is said to be: several times slower at small m.
+    assert np.all(raw.curve(7168, 16384).latency(m).latency_s > 5 * got.latency_s)
+    # The raw table keeps its own provenance (validate and the fits read it as measured).
+    assert not raw.curve(7168, 16384).provenance.stands_in_for
+
+
+def test_other_tables_price_their_own_engine():
+    from explorer.kernel_tables import load_serving_gemm_table
+
+    for engine, dtype in (("vllm", "bf16"), ("vllm", "fp8"), ("sglang", "fp8_block"),
+                          ("trtllm", "fp8_block")):
+        assert load_serving_gemm_table("h100", engine, dtype) is load_gemm_table(
+            "h100", engine, dtype)
+
+
+def test_no_stand_in_is_a_reason(monkeypatch: pytest.MonkeyPatch):
+    from explorer.kernel_tables import gemm as gemm_module
+    from explorer.kernel_tables.catalog import NotAsServed
+
+    monkeypatch.setitem(gemm_module.NOT_AS_SERVED, ("vllm", "gemm", "bfloat16"),
+                        NotAsServed(("nosuchengine",), "timed some other way"))
+    gemm_module.load_serving_gemm_table.cache_clear()
+    try:
+        got = gemm_module.load_serving_gemm_table("h100", "vllm", "bf16")
+        assert isinstance(got, Missing)
+        assert "timed some other way" in got.reason and "nosuchengine" in got.reason
+    finally:
+        gemm_module.load_serving_gemm_table.cache_clear()
