@@ -22,8 +22,8 @@ from explorer.kernel_tables import (
     GemmTable,
     GenerationAttentionTable,
     Missing,
-    load_serving_gemm_table,
     load_generation_attention_table,
+    load_serving_gemm_table,
     package_label,
     resolve_system,
 )
