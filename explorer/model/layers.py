@@ -77,29 +77,33 @@ def routed_experts_roofline(hw: HardwareSpec, shape: MoeShape, n: npt.ArrayLike,
 
 
 # What one evaluation added to a kernel tally: (kind, measured, total, reason of a miss).
-TallyDelta = tuple[tuple[str, int, int, str | None], ...]
+TallyDelta = tuple[tuple[str, int, int, str | None, int], ...]
+_Counts = tuple[dict[str, int], dict[str, int], dict[str, int]]
 
 
-def _snapshot(tally: KernelTally | None) -> tuple[dict[str, int], dict[str, int]] | None:
-    return None if tally is None else (dict(tally.measured), dict(tally.total))
+def _snapshot(tally: KernelTally | None) -> _Counts | None:
+    return None if tally is None else (dict(tally.measured), dict(tally.total),
+                                       dict(tally.raised))
 
 
-def _delta(tally: KernelTally | None,
-           before: tuple[dict[str, int], dict[str, int]] | None) -> TallyDelta:
+def _delta(tally: KernelTally | None, before: _Counts | None) -> TallyDelta:
     if tally is None or before is None:
         return ()
-    measured0, total0 = before
+    measured0, total0, raised0 = before
     return tuple((kind, tally.measured.get(kind, 0) - measured0.get(kind, 0),
-                  tally.total[kind] - total0.get(kind, 0), tally.why_not.get(kind))
+                  tally.total[kind] - total0.get(kind, 0), tally.why_not.get(kind),
+                  tally.raised.get(kind, 0) - raised0.get(kind, 0))
                  for kind in tally.total if tally.total[kind] != total0.get(kind, 0))
 
 
 def _replay(tally: KernelTally, delta: TallyDelta) -> None:
-    for kind, measured, count, reason in delta:
+    for kind, measured, count, reason, raised in delta:
         tally.measured[kind] = tally.measured.get(kind, 0) + measured
         tally.total[kind] = tally.total.get(kind, 0) + count
         if measured < count and reason:
             tally.why_not[kind] = reason
+        if raised:
+            tally.raised[kind] = tally.raised.get(kind, 0) + raised
 
 
 class LayerModel:

@@ -1,0 +1,65 @@
+"""A measured kernel time is never taken below the DRAM read its serving call needs.
+
+The collector repeats a call on one or a few copies of its tensors, so where they fit in L2
+(L40S: 96 MB) the table ran faster than the GPU's DRAM allows; a serving step streams a layer's
+weights and KV cache from DRAM (the rest of the model passes through L2 between two uses)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from explorer import Scenario, evaluate
+from explorer.kernel_tables import GemmTable, load_gemm_table, load_generation_attention_table
+from explorer.model.measured_kernels import measured_kernels
+from explorer.presets import hardware_presets
+
+
+def test_an_l2_resident_gemm_is_raised_to_the_dram_read_of_its_weights():
+    hw = hardware_presets()["l40s"]
+    raw = load_gemm_table("l40s", "trtllm", "bf16")
+    assert isinstance(raw, GemmTable)
+    n = k = 2048.0
+    m = np.array([1.0, 8.0])
+    table_s = raw.curve(n, k).latency(m).latency_s
+    dram_s = n * k * 2.0 / hw.hbm_bw_bytes_per_s
+    assert np.all(table_s < dram_s) and table_s.min() < 0.7 * dram_s  # faster than DRAM
+    tables = measured_kernels(hw, "trtllm", "bf16", "bf16")
+    got = tables.gemm_time(m, n, k, np.full(2, 1.0))
+    np.testing.assert_allclose(got, dram_s, rtol=1e-9)
+    assert tables.tally.raised["gemm"] == 2 and tables.tally.measured["gemm"] == 2
+
+
+def test_gemms_that_stream_from_dram_are_taken_as_measured():
+    hw = hardware_presets()["h100"]
+    raw = load_gemm_table("h100", "vllm", "bf16")
+    assert isinstance(raw, GemmTable)
+    tables = measured_kernels(hw, "vllm", "bf16", "bf16")
+    m = raw.m_values.astype(np.float64)
+    for n, k in ((4096.0, 4096.0), (6144.0, 4096.0), (28672.0, 4096.0), (4096.0, 14336.0)):
+        want = np.maximum.accumulate(raw.curve(n, k).latency(m).latency_s)  # monotone in m
+        np.testing.assert_allclose(tables.gemm_time(m, n, k, np.ones_like(m)), want)
+    assert not tables.tally.raised
+
+
+def test_an_l2_resident_attention_call_is_raised_to_the_dram_read_of_its_kv():
+    hw = hardware_presets()["l40s"]
+    table = load_generation_attention_table("l40s", "sglang", "bf16")
+    batch, kv_len = np.array([64.0]), np.array([255.0])
+    cfg = table.config(4, 4, 256)
+    raw = cfg.latency(batch, kv_len).latency_s  # type: ignore[union-attr]
+    kv_bytes = 64 * 255 * 2 * 4 * 256 * 2.0
+    assert raw[0] < 0.5 * kv_bytes / hw.hbm_bw_bytes_per_s
+    tables = measured_kernels(hw, "sglang", "bf16", "bf16")
+    got = tables.attention_time(batch, kv_len, 4.0, np.array([4.0]), 256, 0,
+                                np.ones(1), np.ones(1))
+    assert got[0] >= kv_bytes / hw.hbm_bw_bytes_per_s * (1 - 1e-9)
+    assert tables.tally.raised["attention"] == 1
+
+
+def test_the_sources_say_how_many_calls_were_raised_and_why():
+    small = evaluate(Scenario(hardware="l40s", model="llama-3.2-1b", tp=1, engine="trtllm",
+                              batch=8))
+    text = small.sources["kernel_times"]
+    assert "raised to the DRAM read of their weights" in text and "L2" in text
+    h100 = evaluate(Scenario(hardware="h100", model="llama-3.1-8b", tp=1, batch=8))
+    assert "raised" not in h100.sources["kernel_times"]
