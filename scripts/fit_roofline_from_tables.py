@@ -228,10 +228,15 @@ def load_points(engine: str, dtype: str, aligned_only: bool) -> list[Points]:
                   "left out)")
             continue
         im, i_n, ik = np.nonzero(table.measured)
-        pts = Points(
-            slug, table.m_values[im].astype(np.float64), table.n_values[i_n].astype(np.float64),
-            table.k_values[ik].astype(np.float64), np.exp(table.log_latency[im, i_n, ik]),
-            hw.peak_flops_per_s(peak_dtype), hw.hbm_bw_bytes_per_s)
+        n = table.n_values[i_n].astype(np.float64)
+        k = table.k_values[ik].astype(np.float64)
+        # As the model takes a table time for a serving step: never below the DRAM read of the
+        # weights (explorer/model/measured_kernels.py, dram_bytes_per_s). Rows the collector ran
+        # from L2 (L40S) are not what a roofline of DRAM traffic predicts, nor what serving sees.
+        latency = np.maximum(np.exp(table.log_latency[im, i_n, ik]),
+                             n * k * BYTES[dtype][1] / hw.hbm_bw_bytes_per_s)
+        pts = Points(slug, table.m_values[im].astype(np.float64), n, k, latency,
+                     hw.peak_flops_per_s(peak_dtype), hw.hbm_bw_bytes_per_s)
         out.append(pts.take(np.flatnonzero(aligned_rows(pts.m))) if aligned_only else pts)
     return out
 
@@ -399,7 +404,9 @@ def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
             cols[4].append(b * kv * head_dim / 128.0)
         if cols[0]:
             x, u, r, t, wk = (np.concatenate(c) for c in cols)
-            out.append(AttPoints(slug, x, u, r, t, presets[slug].hbm_bw_bytes_per_s, wk))
+            bw = presets[slug].hbm_bw_bytes_per_s
+            # Never below the DRAM read of the KV cache, as the model takes a table time.
+            out.append(AttPoints(slug, x, u, r, np.maximum(t, x / bw), bw, wk))
     return out
 
 
