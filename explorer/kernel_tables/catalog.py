@@ -76,6 +76,46 @@ NOT_AS_SERVED: Final[dict[tuple[str, str, str], NotAsServed]] = {
 
 
 @dataclass(frozen=True)
+class OverheadNotServed:
+    """A shipped GEMM table whose calls include an activation-quantization step a served
+    deployment does not run: its serving time is the table's time less that step's own measured
+    table (quantize/<engine>/<version>/<op>_perf.parquet of the same version), floored at the
+    GEMM's speed of light, as aiconfigurator's own query does."""
+
+    overhead_op: str  # the quantize table's op name: computescale
+    label: str  # what the provenance and the evaluation's sources say
+    reason: str
+
+
+# aiconfigurator's fp8_static rule (aic-core/rust/aiconfigurator-core/src/operators/gemm.rs
+# @90f7fc0fc, `GemmOp::query`): fp8_static = fp8 table − compute_scale(m, k), floored at the
+# GEMM's speed of light, not at 0; scale_matrix is subtracted too only for a low-precision input,
+# and ours is bf16.
+_FP8_STATIC_RULE = "aiconfigurator's fp8_static rule, gemm.rs @90f7fc0fc"
+
+# (engine, op, dtype in the package's spelling) → the overhead its table carries and a served
+# step does not. Only TRT-LLM's fp8: its collector builds the fp8 weights without an
+# input_scale, so FP8QDQ takes the dynamic-quantization path (collector/trtllm/collect_gemm.py
+# @dec5f4cd2, the 1.3.0rc20 data), while the FP8 checkpoints TRT-LLM serves (ModelOpt) carry
+# static input scales and take the static path.
+# Not SGLang: its compute_scale tables are all zeros (1625 of 1628 points on h100_sxm 0.5.14),
+# so there is nothing to subtract. Not vLLM either, by decision: its fp8 collector also times
+# the dynamic scheme (Fp8Config(activation_scheme="dynamic"), collector/vllm/collect_gemm.py
+# @d5bad971c, the 0.24.0 data) and its compute_scale table is not zero (median 0.7 µs a call at
+# m ≤ 64 on h100_sxm, against TRT-LLM's 7.3 µs).
+OVERHEAD_NOT_SERVED: Final[dict[tuple[str, str, str], OverheadNotServed]] = {
+    ("trtllm", "gemm", "fp8"): OverheadNotServed(
+        "computescale",
+        f"fp8 static: the measured dynamic-quant fp8 time less TRT-LLM's measured compute-scale "
+        f"time ({_FP8_STATIC_RULE})",
+        "TRT-LLM's collector builds its fp8 weights without an input_scale, so FP8QDQ runs the "
+        "dynamic-quantization path and each timed GEMM includes computing the activation's "
+        "scale (ai-dynamo/aiconfigurator collector/trtllm/collect_gemm.py @dec5f4cd2); the "
+        "ModelOpt FP8 checkpoints TRT-LLM serves carry static input scales"),
+}
+
+
+@dataclass(frozen=True)
 class Missing:
     """No measured table covers this request; `reason` says why, for the UI and the fallback."""
 
@@ -98,6 +138,9 @@ class Provenance:
     # Set where this table prices another engine's calls: that engine, and why not its own.
     stands_in_for: str = ""
     stand_in_reason: str = ""
+    # Set where the measured times were changed to price a serving step (OVERHEAD_NOT_SERVED):
+    # what was done and where, or why it could not be.
+    adjustment: str = ""
 
     @property
     def label(self) -> str:
@@ -110,6 +153,8 @@ class Provenance:
         if self.stands_in_for:
             label += (f" — standing in for {self.stands_in_for}'s own table: "
                       f"{self.stand_in_reason}")
+        if self.adjustment:
+            label += f" — {self.adjustment}"
         return label
 
 

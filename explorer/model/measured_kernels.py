@@ -30,6 +30,7 @@ from explorer.kernel_tables import (
 )
 from explorer.kernel_tables._grid import Grid
 from explorer.kernel_tables.catalog import Provenance
+from explorer.kernel_tables.gemm import SpeedOfLight
 from explorer.kernel_tables.mla import find_mla_config
 from explorer.kernel_tables.moe import MoeShape, find_moe_curve
 from explorer.specs.hardware import HardwareSpec
@@ -473,6 +474,9 @@ class MeasuredKernels:
                 prov = self.gemm.provenance
                 part += (f" [{prov.engine}'s table for {prov.stands_in_for}'s GEMMs: "
                          f"{prov.stand_in_reason}]")
+            if (kind == "gemm" and share > 0.0 and isinstance(self.gemm, GemmTable)
+                    and self.gemm.provenance.adjustment):
+                part += f" [{self.gemm.provenance.adjustment}]"  # e.g. TRT-LLM fp8 static
             raised = self.tally.raised.get(kind, 0)
             if raised and share > 0.0:
                 what = "weights" if kind == "gemm" else "KV cache"
@@ -504,9 +508,9 @@ class MeasuredKernels:
 
 
 @lru_cache(maxsize=64)
-def _tables(hardware: str, engine: str, dtype: str, kv_dtype: str
+def _tables(hardware: str, engine: str, dtype: str, kv_dtype: str, speed_of_light: SpeedOfLight
             ) -> tuple[GemmTable | Missing, GenerationAttentionTable | Missing]:
-    return (load_serving_gemm_table(hardware, engine, dtype),
+    return (load_serving_gemm_table(hardware, engine, dtype, speed_of_light),
             load_generation_attention_table(hardware, engine, kv_dtype))
 
 
@@ -518,6 +522,9 @@ def measured_kernels(hw: HardwareSpec, engine: str, dtype: str, kv_dtype: str,
         why = Missing(f"{hw.slug} with overridden specs is hypothetical hardware: no table "
                       "measured it")
         return MeasuredKernels(hw.slug, engine, why, why, no_tables=why)
-    gemm, attention = _tables(hw.slug, engine, dtype, kv_dtype)
+    # The floor of a GEMM table the package's times are adjusted on (TRT-LLM fp8 static).
+    speed_of_light = SpeedOfLight(hw.peak_flops_per_s(normalize_dtype(dtype)),
+                                  hw.hbm_bw_bytes_per_s)
+    gemm, attention = _tables(hw.slug, engine, dtype, kv_dtype, speed_of_light)
     return MeasuredKernels(hw.slug, engine, gemm, attention,
                            dram_bytes_per_s=hw.hbm_bw_bytes_per_s)
