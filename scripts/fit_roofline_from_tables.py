@@ -53,7 +53,10 @@ from explorer.kernel_tables import (
     GenerationAttentionTable,
     load_gemm_table,
     load_generation_attention_table,
+    load_serving_gemm_table,
 )
+from explorer.kernel_tables.attention import kv_read_s
+from explorer.kernel_tables.gemm import SpeedOfLight, weight_read_s
 from explorer.presets import hardware_presets
 
 FloatArray = npt.NDArray[np.float64]
@@ -216,25 +219,29 @@ def load_points(engine: str, dtype: str, aligned_only: bool) -> list[Points]:
     for slug, system in SYSTEM_FOR_PRESET.items():
         if system is None or slug not in presets:
             continue
-        table = load_gemm_table(slug, engine, dtype)
-        if not isinstance(table, GemmTable):
-            continue
         hw = presets[slug]
         peak_dtype = PEAK_DTYPE[dtype]
         has_peak = {"bf16": True, "fp8": hw.fp8_flops_per_s is not None,
                     "fp4": hw.fp4_flops_per_s is not None}[peak_dtype]
         if not has_peak:
-            print(f"  ({slug}: has a {dtype} table but no {peak_dtype} peak in hardware.csv; "
-                  "left out)")
+            if isinstance(load_gemm_table(slug, engine, dtype), GemmTable):
+                print(f"  ({slug}: has a {dtype} table but no {peak_dtype} peak in "
+                      "hardware.csv; left out)")
+            continue
+        # The table as the model takes it for a serving step (explorer/model/measured_kernels):
+        # the engine's served table (a stand-in, TRT-LLM fp8 on its static path), never below
+        # the DRAM read of the weights — rows the collector ran from L2 (L40S) are neither what
+        # a roofline of DRAM traffic predicts nor what serving sees.
+        table = load_serving_gemm_table(
+            slug, engine, dtype, SpeedOfLight(hw.peak_flops_per_s(peak_dtype),
+                                              hw.hbm_bw_bytes_per_s))
+        if not isinstance(table, GemmTable):
             continue
         im, i_n, ik = np.nonzero(table.measured)
         n = table.n_values[i_n].astype(np.float64)
         k = table.k_values[ik].astype(np.float64)
-        # As the model takes a table time for a serving step: never below the DRAM read of the
-        # weights (explorer/model/measured_kernels.py, dram_bytes_per_s). Rows the collector ran
-        # from L2 (L40S) are not what a roofline of DRAM traffic predicts, nor what serving sees.
         latency = np.maximum(np.exp(table.log_latency[im, i_n, ik]),
-                             n * k * BYTES[dtype][1] / hw.hbm_bw_bytes_per_s)
+                             weight_read_s(n, k, dtype, hw.hbm_bw_bytes_per_s))
         pts = Points(slug, table.m_values[im].astype(np.float64), n, k, latency,
                      hw.peak_flops_per_s(peak_dtype), hw.hbm_bw_bytes_per_s)
         out.append(pts.take(np.flatnonzero(aligned_rows(pts.m))) if aligned_only else pts)
@@ -400,13 +407,14 @@ def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
             cols[0].append(b * s * 2.0 * kv * head_dim * ATT_KV_BYTES[kv_dtype])
             cols[1].append(b * kv)
             cols[2].append(b * q_heads)
-            cols[3].append(np.exp(cfg.log_latency[ib, isx]))
+            # Never below the DRAM read of the KV cache, as the model takes a table time.
+            cols[3].append(np.maximum(np.exp(cfg.log_latency[ib, isx]), kv_read_s(
+                b, s, 2.0 * kv * head_dim, kv_dtype, presets[slug].hbm_bw_bytes_per_s)))
             cols[4].append(b * kv * head_dim / 128.0)
         if cols[0]:
             x, u, r, t, wk = (np.concatenate(c) for c in cols)
             bw = presets[slug].hbm_bw_bytes_per_s
-            # Never below the DRAM read of the KV cache, as the model takes a table time.
-            out.append(AttPoints(slug, x, u, r, np.maximum(t, x / bw), bw, wk))
+            out.append(AttPoints(slug, x, u, r, t, bw, wk))
     return out
 
 

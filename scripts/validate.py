@@ -30,7 +30,8 @@ from explorer.analysis.timing_error import (  # noqa: E402
 )
 from explorer.base.engines import ServingEngine  # noqa: E402
 from explorer.base.errors import ScenarioError  # noqa: E402
-from explorer.kernel_tables import GemmTable, load_gemm_table  # noqa: E402
+from explorer.kernel_tables import GemmTable, load_serving_gemm_table  # noqa: E402
+from explorer.kernel_tables.gemm import SpeedOfLight, weight_read_s  # noqa: E402
 from explorer.model.engine_costs import graph_shape  # noqa: E402
 from explorer.model.grid import GridResult, ScenarioModel, scenario_model  # noqa: E402
 from explorer.model.kernels import gemm_time  # noqa: E402
@@ -261,17 +262,21 @@ def _row_diagnosis(sm: ScenarioModel, sc: Scenario, g: GridResult, pred: float,
 
 
 def kernels() -> None:
-    print("3. GEMM kernels: roofline vs the measured tables (all grid points, per-rank shapes)")
+    print("3. GEMM kernels: roofline vs the measured tables as a serving step takes them (all "
+          "grid points, per-rank shapes; TRT-LLM fp8 on its static path, every time at least "
+          "the DRAM read of the weights: data/SOURCES.md)")
     for gpu in ("h100", "h200", "b200", "a100", "l40s"):
         hw = hardware_presets()[gpu]
         for engine in ("vllm", "sglang", "trtllm"):
             for dtype in ("bf16", "fp8"):
-                t = load_gemm_table(gpu, engine, dtype)
+                t = load_serving_gemm_table(gpu, engine, dtype, SpeedOfLight(
+                    hw.peak_flops_per_s(dtype), hw.hbm_bw_bytes_per_s))
                 if not isinstance(t, GemmTable):
                     continue
                 mm, nn, kk = np.meshgrid(t.m_values, t.n_values, t.k_values, indexing="ij")
                 ok = t.measured
-                meas = np.exp(t.log_latency[ok])
+                meas = np.maximum(np.exp(t.log_latency[ok]), weight_read_s(
+                    nn[ok], kk[ok], dtype, hw.hbm_bw_bytes_per_s))
                 roof = gemm_time(hw, mm[ok], nn[ok], kk[ok], dtype).time_s
                 print(f"   {gpu:5s} {engine:6s} {dtype:4s} n={ok.sum():6d}  "
                       f"{_pct(roof / meas - 1.0)}")

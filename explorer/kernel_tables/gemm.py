@@ -300,6 +300,17 @@ def load_gemm_table(
         return Missing(f"could not read {ref.where}/{ref.op}: {err}")
 
 
+def weight_read_s(n: npt.ArrayLike, k: npt.ArrayLike, dtype: str,
+                  dram_bytes_per_s: float) -> FloatArray:
+    """The DRAM read of a GEMM's k×n weights (with their scales) at the spec-sheet bandwidth:
+    no serving call is faster. The collectors repeat a call on one or a few weight copies, so
+    where they fit in L2 (L40S: 96 MB) a table runs faster than this; in a serving step the
+    rest of the model streams through L2 between two uses of a layer."""
+    per_element = GEMM_OPERAND_BYTES[normalize_dtype(dtype)][1]
+    return np.asarray(np.asarray(n, dtype=np.float64) * np.asarray(k, dtype=np.float64)
+                      * per_element / dram_bytes_per_s)
+
+
 @dataclass(frozen=True)
 class SpeedOfLight:
     """A GPU's spec-sheet limits no GEMM beats: the dense peak of the table's dtype and the DRAM
@@ -309,12 +320,11 @@ class SpeedOfLight:
     dram_bytes_per_s: float
 
     def gemm_time_s(self, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike,
-                    weight_bytes_per_element: float) -> FloatArray:
+                    dtype: str) -> FloatArray:
         """max(2·m·n·k / peak, weight bytes / DRAM bandwidth), broadcast."""
         m_, n_, k_ = (np.asarray(a, dtype=np.float64) for a in (m, n, k))
         return np.asarray(np.maximum(2.0 * m_ * n_ * k_ / self.flops_per_s,
-                                     n_ * k_ * weight_bytes_per_element
-                                     / self.dram_bytes_per_s))
+                                     weight_read_s(n_, k_, dtype, self.dram_bytes_per_s)))
 
 
 @lru_cache(maxsize=64)
@@ -383,8 +393,7 @@ def _less_overhead(table: GemmTable, rule: OverheadNotServed, speed_of_light: Sp
     less_s = measured_s - np.where(hit.covered, hit.latency_s, 0.0)[:, None, :]
     floor_s = speed_of_light.gemm_time_s(
         table.m_values[:, None, None], table.n_values[None, :, None],
-        table.k_values[None, None, :],
-        GEMM_OPERAND_BYTES[normalize_dtype(table.dtype)][1])
+        table.k_values[None, None, :], table.dtype)
     known = np.isfinite(measured_s)
     covered = np.broadcast_to(hit.covered[:, None, :], known.shape) & known
     floored = covered & (less_s < floor_s)

@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from explorer.base.dtypes import BYTES_PER_ELEMENT, GEMM_OPERAND_BYTES, normalize_dtype
+from explorer.base.dtypes import normalize_dtype
 from explorer.kernel_tables import (
     AttentionConfig,
     AttentionLookup,
@@ -29,8 +29,9 @@ from explorer.kernel_tables import (
     resolve_system,
 )
 from explorer.kernel_tables._grid import Grid
+from explorer.kernel_tables.attention import kv_read_s
 from explorer.kernel_tables.catalog import Provenance
-from explorer.kernel_tables.gemm import SpeedOfLight
+from explorer.kernel_tables.gemm import SpeedOfLight, weight_read_s
 from explorer.kernel_tables.mla import find_mla_config
 from explorer.kernel_tables.moe import MoeShape, find_moe_curve
 from explorer.specs.hardware import HardwareSpec
@@ -158,8 +159,7 @@ class MeasuredKernels:
             else:
                 hit_covered = np.asarray(self.gemm.curve(n, k).latency(m).covered)
         if self.dram_bytes_per_s:
-            weight_bytes = n * k * GEMM_OPERAND_BYTES[normalize_dtype(self.gemm.dtype)][1]
-            floor = weight_bytes / self.dram_bytes_per_s
+            floor = float(weight_read_s(n, k, self.gemm.dtype, self.dram_bytes_per_s))
             self.tally.add_raised("gemm", np.broadcast_to(hit_covered & (value < floor), shape))
             value = np.maximum(value, floor)
         latency = np.where(hit_covered, value, np.nan)
@@ -264,9 +264,7 @@ class MeasuredKernels:
         table ran faster (see `dram_bytes_per_s`); counted among the raised points."""
         if not self.dram_bytes_per_s:
             return latency_s
-        kv_bytes = (np.asarray(batch, dtype=np.float64) * kv_tokens * elements_per_token
-                    * BYTES_PER_ELEMENT[normalize_dtype(kv_dtype)])
-        floor = kv_bytes / self.dram_bytes_per_s
+        floor = kv_read_s(batch, kv_tokens, elements_per_token, kv_dtype, self.dram_bytes_per_s)
         with np.errstate(invalid="ignore"):
             self.tally.add_raised("attention", covered & np.broadcast_to(latency_s < floor,
                                                                           covered.shape))

@@ -46,7 +46,7 @@ def test_a_small_m_point_is_the_measured_time_less_the_compute_scale_time():
     served_s = float(_served().latency(m, 4096, 4096).latency_s[0])
     cs_s = _cs_row_s(8, 4096)
     assert 5e-6 < cs_s < 1e-5  # ~7 µs: the dynamic scale's cost at decode sizes
-    floor = float(SOL.gemm_time_s(8, 4096, 4096, 1.0))
+    floor = float(SOL.gemm_time_s(8, 4096, 4096, "fp8"))
     assert served_s > floor  # not floored here, so the whole compute-scale time comes off
     assert served_s == pytest.approx(raw_s - cs_s, rel=1e-9)
     # Between the table's m nodes the reader interpolates in log m: its value at a node is the
@@ -66,7 +66,7 @@ def test_never_below_the_speed_of_light_and_floored_exactly_where_the_difference
     assert isinstance(raw, GemmTable) and isinstance(cs, ComputeScaleTable)
     m, n, k = served.m_values[:, None, None], served.n_values[None, :, None], \
         served.k_values[None, None, :]
-    floor = SOL.gemm_time_s(m, n, k, 1.0)
+    floor = SOL.gemm_time_s(m, n, k, "fp8")
     got = np.exp(served.log_latency)
     assert np.all(got >= floor * (1 - 1e-12))
     less = np.exp(raw.log_latency) - cs.latency(served.m_values[:, None],
