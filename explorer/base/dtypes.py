@@ -15,6 +15,12 @@ KvDtype = Literal["bf16", "fp8"]
 WEIGHT_DTYPES: tuple[WeightDtype, ...] = get_args(WeightDtype)
 KV_DTYPES: tuple[KvDtype, ...] = get_args(KvDtype)
 
+# The logits GEMM (lm_head) and the embedding table stay BF16 in a quantized checkpoint: ModelOpt
+# exports list lm_head in hf_quant_config.json's exclude_modules, llm-compressor recipes ignore
+# it, and aiconfigurator prices every model's logits GEMM as GEMMQuantMode.bfloat16
+# (aiconfigurator-core 0.12.0 sdk/models/llama.py and deepseek.py, generation_logits_gemm).
+LOGITS_DTYPE: WeightDtype = "bf16"
+
 # Block-scaled FP8 (DeepGEMM-style 1x128 / 128x128 scales) runs other kernels than per-tensor
 # FP8, measured in tables of their own and up to 2x apart at one shape: it is a dtype of its
 # own (weights, MoE experts, measurements), which the roofline prices at the FP8 peak and size.

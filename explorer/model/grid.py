@@ -12,7 +12,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from explorer.base.dtypes import BYTES_PER_ELEMENT
+from explorer.base.dtypes import BYTES_PER_ELEMENT, LOGITS_DTYPE
 from explorer.base.errors import ScenarioError
 from explorer.model.acceptance_source import ALResult, acceptance_length
 from explorer.model.corrections import (
@@ -27,6 +27,7 @@ from explorer.model.layers import KERNELS_PER_LAYER, Breakdown, LayerModel, tota
 from explorer.model.measured_kernels import MeasuredKernels, measured_kernels
 from explorer.model.resolve import Resolved, resolve
 from explorer.presets import engine_profiles
+from explorer.specs.architecture import ModelSpec
 from explorer.specs.scenario import Scenario
 
 FloatArray = npt.NDArray[np.float64]
@@ -56,6 +57,16 @@ class GridResult:
     verify_base: Breakdown = field(default_factory=dict)
     verify_spec: Breakdown = field(default_factory=dict)
     draft: Breakdown = field(default_factory=dict)
+
+
+def _weight_bytes(model: ModelSpec, dtype: str, expert_dtype: str) -> float:
+    """A model's weight bytes: routed experts in their dtype, the embedding table and lm_head
+    in LOGITS_DTYPE (quantized checkpoints keep them), the rest in the weights' dtype."""
+    experts = model.routed_expert_param_count()
+    embeddings = model.embedding_param_count()
+    return float((model.param_count() - experts - embeddings) * BYTES_PER_ELEMENT[dtype]
+                 + experts * BYTES_PER_ELEMENT[expert_dtype]
+                 + embeddings * BYTES_PER_ELEMENT[LOGITS_DTYPE])
 
 
 class ScenarioModel:
@@ -291,10 +302,8 @@ class ScenarioModel:
         """Per-GPU bytes: target + draft weights, target + draft KV cache."""
         r, sc = self.r, self.r.scenario
         b, s, g = (np.asarray(x, dtype=np.float64) for x in (batch, context, group))
-        bw, b_moe = BYTES_PER_ELEMENT[sc.dtype], BYTES_PER_ELEMENT[sc.expert_dtype]
-        experts = r.model.routed_expert_param_count()
-        params_bytes = (r.model.param_count() - experts) * bw + experts * b_moe
-        weights = params_bytes * (r.layers / r.model.layers) / sc.tp
+        weights = (_weight_bytes(r.model, sc.dtype, sc.expert_dtype)
+                   * (r.layers / r.model.layers) / sc.tp)
         kv = self._kv_bytes(self.target, b, s, g, r.layers)
         return np.asarray(weights + kv + self.draft_memory_bytes(b, s, g), dtype=np.float64)
 
@@ -310,7 +319,7 @@ class ScenarioModel:
         if mech.draft_style != "lookup":
             if mech.draft_layers is None and self.draft_layer_model is not None:
                 dm = self.draft_layer_model.model
-                draft_w = np.asarray(dm.param_count() * bw / sc.tp)
+                draft_w = np.asarray(_weight_bytes(dm, sc.dtype, sc.dtype) / sc.tp)
                 draft_kv = self._kv_bytes(self.draft_layer_model, b, s, dm.group_size, dm.layers)
             elif mech.draft_layers:
                 m = self.head.model
@@ -324,7 +333,8 @@ class ScenarioModel:
                     per_layer = m.attention_params_per_layer() + m.mlp_matrices * m.hidden * ffn
                     vocab = mech.draft_vocab or 0  # heads with their own vocab carry an lm_head
                     draft_w = np.asarray(
-                        (mech.draft_layers * per_layer + vocab * m.hidden) * bw / sc.tp
+                        (mech.draft_layers * per_layer * bw
+                         + vocab * m.hidden * BYTES_PER_ELEMENT[LOGITS_DTYPE]) / sc.tp
                     )
                 head_g = m.group_size if self.head_own_shape else g
                 draft_kv = self._kv_bytes(self.head, b, s, head_g, float(mech.draft_layers))

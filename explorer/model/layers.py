@@ -17,7 +17,7 @@ import hashlib
 import numpy as np
 import numpy.typing as npt
 
-from explorer.base.dtypes import BYTES_PER_ELEMENT
+from explorer.base.dtypes import BYTES_PER_ELEMENT, LOGITS_DTYPE
 from explorer.kernel_tables.moe import MoeShape
 from explorer.model.corrections import KernelCorrections
 from explorer.model.kernels import KernelTime, attention_time, gemm_roofline, gemm_time
@@ -126,12 +126,14 @@ class LayerModel:
         if self.tables is not None:
             self.tables.tally.add(kind, True, int(t.size))
 
-    def _gemm(self, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike) -> FloatArray:
+    def _gemm(self, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike,
+              logits: bool = False) -> FloatArray:
         """The priced GEMM (see `_gemm_priced`), remembered by its exact inputs; a remembered
         price adds to the kernel tally what its first evaluation added, so the provenance
         counts are the same as without the memo. The result is read-only (shared)."""
         mm, nn, kk = _f(m), _f(n), _f(k)
         h = hashlib.blake2b(digest_size=16)
+        h.update(b"logits" if logits else b"weights")
         for a in (mm, nn, kk):
             h.update(repr(a.shape).encode())
             h.update(a.tobytes())
@@ -143,19 +145,21 @@ class LayerModel:
                 _replay(tally, hit[1])
             return hit[0]
         before = _snapshot(tally)
-        out = np.asarray(self._gemm_priced(mm, nn, kk), dtype=np.float64)
+        out = np.asarray(self._gemm_priced(mm, nn, kk, logits), dtype=np.float64)
         out.flags.writeable = False
         if len(self._gemm_memo) >= MAX_GEMM_MEMO:
             self._gemm_memo.clear()
         self._gemm_memo[key] = (out, _delta(tally, before))
         return out
 
-    def _gemm_priced(self, m: FloatArray, n: FloatArray, k: FloatArray) -> FloatArray:
+    def _gemm_priced(self, m: FloatArray, n: FloatArray, k: FloatArray,
+                     logits: bool = False) -> FloatArray:
         """A user's measurement of the same (n, k, dtype) if given, else the package's table
-        where it covers (m, n, k), else the roofline."""
-        t = gemm_time(self.hw, m, n, k, self.dtype).time_s
+        where it covers (m, n, k), else the roofline. The logits GEMM runs in LOGITS_DTYPE."""
+        dtype = LOGITS_DTYPE if logits else self.dtype
+        t = gemm_time(self.hw, m, n, k, dtype).time_s
         if self.measured is not None and self.measured.gemm is not None:
-            f = self.measured.gemm.factor(m, n, k, self.dtype)
+            f = self.measured.gemm.factor(m, n, k, dtype)
             if f is not None:
                 out = np.asarray(t * f, dtype=np.float64)
                 self._upload_used("upload_gemm", out)
@@ -163,7 +167,7 @@ class LayerModel:
         if self.tables is not None:
             return self.tables.gemm_time(
                 _f(m), n, k, t,
-                lambda mm, nn, kk: gemm_time(self.hw, mm, nn, kk, self.dtype).time_s)
+                lambda mm, nn, kk: gemm_time(self.hw, mm, nn, kk, dtype).time_s, logits=logits)
         return t
 
     # -- shapes per TP rank ---------------------------------------------------------------
@@ -370,7 +374,7 @@ class LayerModel:
 
     def lm_head(self, n: FloatArray, vocab: int | None = None) -> FloatArray:
         v = vocab if vocab is not None else self.model.vocab
-        return self._gemm(n, v / self.tp, self.model.hidden)
+        return self._gemm(n, v / self.tp, self.model.hidden, logits=True)
 
     def layer_launches(self, layers: float) -> float:
         return layers * KERNELS_PER_LAYER * self.hw.launch_latency_s

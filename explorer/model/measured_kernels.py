@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from explorer.base.dtypes import normalize_dtype
+from explorer.base.dtypes import LOGITS_DTYPE, normalize_dtype
 from explorer.kernel_tables import (
     AttentionConfig,
     AttentionLookup,
@@ -94,9 +94,12 @@ class MeasuredKernels:
     # of the model streams through L2 between two uses of a layer, so they come from DRAM.
     # None: no bound (tables read as measured).
     dram_bytes_per_s: float | None = None
+    # The table of the logits GEMM, which runs in LOGITS_DTYPE whatever the weights' dtype
+    # (explorer/base/dtypes.py); None: `gemm` is that table.
+    logits_gemm: GemmTable | Missing | None = None
     # Why no MoE or MLA table can price this scenario (hypothetical hardware); None: look up.
     no_tables: Missing | None = None
-    _mono: dict[tuple[float, float], tuple[FloatArray, FloatArray]] = field(
+    _mono: dict[tuple[bool, float, float], tuple[FloatArray, FloatArray]] = field(
         default_factory=dict, repr=False)
     _mono_attention: dict[tuple[int, int, int, int], AttentionConfig | Missing] = field(
         default_factory=dict, repr=False)
@@ -118,21 +121,24 @@ class MeasuredKernels:
     def gemm_time(self, m: FloatArray, n: npt.ArrayLike, k: npt.ArrayLike,
                   roofline: FloatArray,
                   roofline_at: Callable[[float, float, float], FloatArray] | None = None,
-                  ) -> FloatArray:
-        """Measured where covered (per-rank n, k; m = tokens), else the roofline's time.
+                  logits: bool = False) -> FloatArray:
+        """Measured where covered (per-rank n, k; m = tokens), else the roofline's time;
+        `logits`: the logits GEMM, from its own dtype's table (`logits_gemm`).
 
         Past the table's largest m (a shape it measures) the roofline is anchored to the last
         measured time, t_meas(m_max)·roof(m)/roof(m_max), so the step time does not jump down
         where the table ends; those points count as roofline, not measured."""
         shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(k), roofline.shape)
         size = int(np.prod(shape))
-        if isinstance(self.gemm, Missing):
-            self.tally.add("gemm", False, size, self.gemm.reason)
+        logits = logits and self.logits_gemm is not None
+        table = self.logits_gemm if logits else self.gemm
+        if isinstance(table, Missing) or table is None:
+            self.tally.add("gemm", False, size, table.reason if table else "no table")
             return roofline
         nn, kk = np.asarray(n, dtype=np.float64), np.asarray(k, dtype=np.float64)
         if nn.size == 1 and kk.size == 1:  # the hot path: one weight shape
-            return self._gemm_shape(m, float(nn.reshape(-1)[0]), float(kk.reshape(-1)[0]),
-                                    roofline, roofline_at, shape, size)
+            return self._gemm_shape(table, logits, m, float(nn.reshape(-1)[0]),
+                                    float(kk.reshape(-1)[0]), roofline, roofline_at, shape, size)
         # A few weight shapes over the grid (G sweeps change the QKV width): one curve each.
         nb, kb = np.broadcast_to(nn, shape), np.broadcast_to(kk, shape)
         mb, rb = np.broadcast_to(m, shape), np.broadcast_to(roofline, shape)
@@ -140,15 +146,15 @@ class MeasuredKernels:
         for n1, k1 in {(float(a), float(b)) for a, b in zip(nb.reshape(-1), kb.reshape(-1),
                                                              strict=True)}:
             sel = (nb == n1) & (kb == k1)
-            out[sel] = self._gemm_shape(mb[sel], n1, k1, rb[sel], roofline_at, (int(sel.sum()),),
-                                        int(sel.sum()))
+            out[sel] = self._gemm_shape(table, logits, mb[sel], n1, k1, rb[sel], roofline_at,
+                                        (int(sel.sum()),), int(sel.sum()))
         return out
 
-    def _gemm_shape(self, m: FloatArray, n: float, k: float, roofline: FloatArray,
+    def _gemm_shape(self, table: GemmTable, logits: bool, m: FloatArray, n: float, k: float,
+                    roofline: FloatArray,
                     roofline_at: Callable[[float, float, float], FloatArray] | None,
                     shape: tuple[int, ...], size: int) -> FloatArray:
-        assert isinstance(self.gemm, GemmTable)
-        log_m, mono = self._monotone_curve((n, k))
+        log_m, mono = self._monotone_curve(table, (logits, n, k))
         # Timing noise makes some measured m slower than the next: more tokens are never
         # cheaper, so the curve is its running maximum over m (exact where it already rises).
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -157,9 +163,9 @@ class MeasuredKernels:
             if np.isfinite(mono).all():  # the common case: covered = inside the m range
                 hit_covered = np.asarray((x >= log_m[0]) & (x <= log_m[-1]))
             else:
-                hit_covered = np.asarray(self.gemm.curve(n, k).latency(m).covered)
+                hit_covered = np.asarray(table.curve(n, k).latency(m).covered)
         if self.dram_bytes_per_s:
-            floor = float(weight_read_s(n, k, self.gemm.dtype, self.dram_bytes_per_s))
+            floor = float(weight_read_s(n, k, table.dtype, self.dram_bytes_per_s))
             self.tally.add_raised("gemm", np.broadcast_to(hit_covered & (value < floor), shape))
             value = np.maximum(value, floor)
         latency = np.where(hit_covered, value, np.nan)
@@ -175,11 +181,11 @@ class MeasuredKernels:
         out = np.where(hit_covered, latency, roofline)
         return np.asarray(np.broadcast_to(out, shape), dtype=np.float64)
 
-    def _monotone_curve(self, key: tuple[float, float]) -> tuple[FloatArray, FloatArray]:
+    def _monotone_curve(self, table: GemmTable, key: tuple[bool, float, float]
+                        ) -> tuple[FloatArray, FloatArray]:
         cached = self._mono.get(key)
         if cached is None:
-            assert isinstance(self.gemm, GemmTable)
-            grid = self.gemm.curve(*key).grid
+            grid = table.curve(key[1], key[2]).grid
             known = (grid.status & 1).astype(bool)  # KNOWN bit (kernel_tables._grid)
             values = np.where(known, grid.values, np.nan)
             mono = np.where(known, np.fmax.accumulate(values), np.nan)
@@ -475,6 +481,11 @@ class MeasuredKernels:
             if (kind == "gemm" and share > 0.0 and isinstance(self.gemm, GemmTable)
                     and self.gemm.provenance.adjustment):
                 part += f" [{self.gemm.provenance.adjustment}]"  # e.g. TRT-LLM fp8 static
+            if kind == "gemm" and share > 0.0 and self.logits_gemm is not None:
+                part += (f" (the logits GEMM in {LOGITS_DTYPE}, as quantized checkpoints keep "
+                         "lm_head: " + (f"{self.logits_gemm.provenance.dtype} table"
+                                        if isinstance(self.logits_gemm, GemmTable)
+                                        else f"roofline, {self.logits_gemm.reason}") + ")")
             raised = self.tally.raised.get(kind, 0)
             if raised and share > 0.0:
                 what = "weights" if kind == "gemm" else "KV cache"
@@ -524,5 +535,9 @@ def measured_kernels(hw: HardwareSpec, engine: str, dtype: str, kv_dtype: str,
     speed_of_light = SpeedOfLight(hw.peak_flops_per_s(normalize_dtype(dtype)),
                                   hw.hbm_bw_bytes_per_s)
     gemm, attention = _tables(hw.slug, engine, dtype, kv_dtype, speed_of_light)
+    logits = None
+    if normalize_dtype(dtype) != LOGITS_DTYPE:
+        logits = _tables(hw.slug, engine, LOGITS_DTYPE, kv_dtype, SpeedOfLight(
+            hw.peak_flops_per_s(LOGITS_DTYPE), hw.hbm_bw_bytes_per_s))[0]
     return MeasuredKernels(hw.slug, engine, gemm, attention,
-                           dram_bytes_per_s=hw.hbm_bw_bytes_per_s)
+                           dram_bytes_per_s=hw.hbm_bw_bytes_per_s, logits_gemm=logits)

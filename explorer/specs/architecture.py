@@ -216,6 +216,11 @@ class ModelSpec(BaseModel):
         return float(self.moe_layers * self.mlp_matrices * self.expert_hidden
                      * self.moe_intermediate * self.n_routed_experts)
 
+    def embedding_param_count(self) -> float:
+        """The embedding table and the lm_head (one matrix when tied): kept in BF16 by quantized
+        checkpoints (explorer/base/dtypes.py LOGITS_DTYPE)."""
+        return float(self.vocab * self.hidden * (1 if self.tied_embeddings else 2))
+
     def param_count(self) -> float:
         """Total parameters: the sourced figure when known, else computed from the shapes."""
         if self.total_params_b is not None:
@@ -232,8 +237,7 @@ class ModelSpec(BaseModel):
             + self.moe_layers * moe_mlp
             + (self.mamba_layers * self.mamba.params_per_layer(self.hidden) if self.mamba else 0)
         )
-        embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
-        return float(per_model + embeddings)
+        return float(per_model + self.embedding_param_count())
 
 
 DrafterKind = Literal["eagle3", "dflash", "dspark", "external"]
