@@ -42,8 +42,9 @@ def _int(text: str) -> int | None:
 
 @dataclass(frozen=True)
 class RooflineRecord:
-    """data/roofline_fit.csv: per (kind, dtype) the cross-GPU roofline fit, for all GPUs of a
-    vendor ("all") or for the GPUs of one architecture (its `gpus`)."""
+    """data/roofline_fit.csv: per (kind, dtype, engine) the cross-GPU roofline fit on that
+    engine's tables, for all GPUs of a vendor ("all") or for the GPUs of one architecture (its
+    `gpus`); `best` marks the engine with the lowest leave-one-GPU-out error per dtype."""
 
     scope: str
     gpus: tuple[str, ...]
@@ -55,7 +56,8 @@ def roofline_records() -> tuple[RooflineRecord, ...]:
     out: list[RooflineRecord] = []
     for r in _rows("roofline_fit.csv"):
         common: dict[str, Any] = {
-            "vendor": r["vendor"], "engine": r["engine"], "floor_s": float(r["floor_us"]) * 1e-6,
+            "vendor": r["vendor"], "engine": r["engine"], "best": r.get("best") == "true",
+            "floor_s": float(r["floor_us"]) * 1e-6,
             "loo_mape": float(r["loo_mape"]), "loo_bias": float(r["loo_bias"]),
             "own_fit_mape": float(r["own_fit_mape"]), "gpus": r["gpus"],
             "source": f"{r['source']}; rule: {r['rule']}; form: {r['form']}"}
@@ -104,14 +106,16 @@ def roofline_held_out() -> tuple[RooflineHeldOut, ...]:
 
 def roofline_fits_for(slug: str, vendor: str
                       ) -> tuple[tuple[GemmRooflineFit, ...], tuple[AttentionRooflineFit, ...]]:
-    """The fits a hardware preset uses: its architecture's where one was fitted on it, else
-    its vendor's cross-GPU one (a GPU without tables gets the rule carried by spec sheet)."""
-    chosen: dict[tuple[str, str], RooflineRecord] = {}
+    """The fits a hardware preset uses, one per (kind, dtype, engine): its architecture's
+    where one was fitted on it, else its vendor's cross-GPU one (a GPU without tables gets the
+    rule carried by spec sheet)."""
+    chosen: dict[tuple[str, str, str], RooflineRecord] = {}
     for rec in roofline_records():
         if rec.fit.vendor != vendor:
             continue
         dt = rec.fit.dtype if isinstance(rec.fit, GemmRooflineFit) else rec.fit.kv_dtype
-        key = ("gemm" if isinstance(rec.fit, GemmRooflineFit) else "attention", dt)
+        key = ("gemm" if isinstance(rec.fit, GemmRooflineFit) else "attention", dt,
+               rec.fit.engine)
         mine = rec.scope != "all" and slug in rec.gpus
         if mine or (rec.scope == "all" and key not in chosen):
             chosen[key] = rec

@@ -544,22 +544,26 @@ def fit_attention(engine: str, kv_dtype: str, stride: int,
 FIT_COLUMNS = ("kind", "dtype", "scope", "vendor", "engine", "rule", "form", "eta_c", "eta_m",
                "floor_us", "p", "act_quant", "half_bytes", "q", "loo_mape", "loo_bias",
                "loo_mape_all", "own_fit_mape", "gpus", "source", "per_row_ns", "k0", "n_half",
-               "n_q", "per_unit_ns")
+               "n_q", "per_unit_ns", "best")
+ENGINE_ORDER = ("vllm", "sglang", "trtllm")
 LOO_COLUMNS = ("kind", "dtype", "engine", "gpu", "loo_mape", "loo_bias", "loo_mape_serving",
                "loo_bias_serving")
 
 
 def sort_record(path: Path) -> None:
-    """GEMM rows first in dtype order, then attention: the order `make validate` prints,
-    whichever (kind, dtype) a run refitted."""
+    """GEMM rows first in dtype order, then attention, each dtype's engines in ENGINE_ORDER:
+    the order `make validate` prints, whichever (kind, dtype, engine) a run refitted (within
+    one, the order the writer gave: scope all first, GPUs as SYSTEM_FOR_PRESET lists them)."""
     import csv
 
     header, *rows = list(csv.reader(path.open(encoding="utf-8")))
     order = {"gemm": list(BYTES), "attention": list(ATT_KV_BYTES)}
+    at = header.index("engine")
 
-    def key(r: list[str]) -> tuple[bool, int]:
+    def key(r: list[str]) -> tuple[bool, int, int]:
         dtypes = order.get(r[0], [])
-        return r[0] != "gemm", dtypes.index(r[1]) if r[1] in dtypes else len(dtypes)
+        engine = ENGINE_ORDER.index(r[at]) if r[at] in ENGINE_ORDER else len(ENGINE_ORDER)
+        return r[0] != "gemm", dtypes.index(r[1]) if r[1] in dtypes else len(dtypes), engine
 
     rows.sort(key=key)
     with path.open("w", newline="", encoding="utf-8") as fh:
@@ -570,43 +574,60 @@ def sort_record(path: Path) -> None:
 
 def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: Path,
                  loo_path: Path, source: str) -> None:
-    """Write both files; rows of the (kind, dtype) not refitted this run stay as they were."""
+    """Write both files, every engine's fit per (kind, dtype, scope); rows of the (kind, dtype,
+    engine) not refitted this run stay as they were. `best` is recomputed over all rows: per
+    (kind, dtype) the engine with the lowest loo_mape (ties: ENGINE_ORDER)."""
     import csv
 
-    refitted = ({("gemm", r.dtype) for r in gemm}
-                | {("attention", a.kv_dtype) for a in attention})
+    refitted = ({("gemm", r.dtype, r.engine) for r in gemm}
+                | {("attention", a.kv_dtype, a.engine) for a in attention})
     kept: dict[Path, list[list[str]]] = {}
     for path in (fit_path, loo_path):
         rows = list(csv.reader(path.open(encoding="utf-8"))) if path.exists() else [[]]
         header = rows[0]
-        kept[path] = [[dict(zip(header, r, strict=False)).get(c, "")
-                       for c in (FIT_COLUMNS if path == fit_path else LOO_COLUMNS)]
-                      for r in rows[1:] if r and (r[0], r[1]) not in refitted]
+        columns = FIT_COLUMNS if path == fit_path else LOO_COLUMNS
+        kept[path] = [[d.get(c, "") for c in columns]
+                      for d in (dict(zip(header, r, strict=False)) for r in rows[1:] if r)
+                      if (d["kind"], d["dtype"], d["engine"]) not in refitted]
+
+    fit_rows: list[list[str]] = list(kept[fit_path])
+    for r in gemm:
+        for scope, (params, members) in r.defaults.items():
+            p = "inf" if np.isinf(params.p) else f"{params.p:.4f}"
+            fit_rows.append(["gemm", r.dtype, scope, "nvidia", r.engine, r.rule, r.form.name,
+                             f"{params.eta_c:.4f}", f"{params.eta_m:.4f}",
+                             f"{params.floor_s * 1e6:.3f}", p, str(r.form.act_quant).lower(),
+                             "", "", f"{r.loo_serving:.4f}", f"{r.bias_serving:.4f}",
+                             f"{r.loo_all:.4f}", f"{r.own_fit:.4f}", " ".join(members),
+                             source, "", f"{params.k0:.4g}",
+                             f"{params.n_half:.4g}" if params.n_half else "",
+                             f"{params.n_q:.4f}" if params.n_half else "", "", ""])
+    for a in attention:
+        for scope, (x, members) in a.defaults.items():
+            floor, eta, half, q, per_row, per_unit = x
+            fit_rows.append(["attention", a.kv_dtype, scope, "nvidia", a.engine, a.rule,
+                             a.form, "", f"{eta:.4f}", f"{floor * 1e6:.3f}", "", "",
+                             f"{half:.4g}", f"{q:.4f}", f"{a.loo:.4f}", f"{a.bias:.4f}",
+                             f"{a.loo:.4f}", f"{a.own_fit:.4f}", " ".join(members), source,
+                             f"{per_row * 1e9:.4g}", "", "", "",
+                             f"{per_unit * 1e9:.4g}" if per_unit else "", ""])
+    col = {c: i for i, c in enumerate(FIT_COLUMNS)}
+    lowest: dict[tuple[str, str], tuple[float, int, str]] = {}
+    for row in fit_rows:
+        engine = row[col["engine"]]
+        rank = (float(row[col["loo_mape"]]),
+                ENGINE_ORDER.index(engine) if engine in ENGINE_ORDER else len(ENGINE_ORDER),
+                engine)
+        key = (row[col["kind"]], row[col["dtype"]])
+        lowest[key] = min(lowest.get(key, rank), rank)
+    for row in fit_rows:
+        row[col["best"]] = str(lowest[(row[col["kind"]], row[col["dtype"]])][2]
+                               == row[col["engine"]]).lower()
 
     with fit_path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(FIT_COLUMNS)
-        w.writerows(kept[fit_path])
-        for r in gemm:
-            for scope, (params, members) in r.defaults.items():
-                p = "inf" if np.isinf(params.p) else f"{params.p:.4f}"
-                w.writerow(("gemm", r.dtype, scope, "nvidia", r.engine, r.rule, r.form.name,
-                            f"{params.eta_c:.4f}", f"{params.eta_m:.4f}",
-                            f"{params.floor_s * 1e6:.3f}", p, str(r.form.act_quant).lower(),
-                            "", "", f"{r.loo_serving:.4f}", f"{r.bias_serving:.4f}",
-                            f"{r.loo_all:.4f}", f"{r.own_fit:.4f}", " ".join(members),
-                            source, "", f"{params.k0:.4g}",
-                            f"{params.n_half:.4g}" if params.n_half else "",
-                            f"{params.n_q:.4f}" if params.n_half else "", ""))
-        for a in attention:
-            for scope, (x, members) in a.defaults.items():
-                floor, eta, half, q, per_row, per_unit = x
-                w.writerow(("attention", a.kv_dtype, scope, "nvidia", a.engine, a.rule,
-                            a.form, "", f"{eta:.4f}", f"{floor * 1e6:.3f}", "", "",
-                            f"{half:.4g}", f"{q:.4f}", f"{a.loo:.4f}", f"{a.bias:.4f}",
-                            f"{a.loo:.4f}", f"{a.own_fit:.4f}", " ".join(members), source,
-                            f"{per_row * 1e9:.4g}", "", "", "",
-                            f"{per_unit * 1e9:.4g}" if per_unit else ""))
+        w.writerows(fit_rows)
     with loo_path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(LOO_COLUMNS)
@@ -624,8 +645,8 @@ def write_record(gemm: list[DtypeResult], attention: list[AttResult], fit_path: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", action="append", choices=("vllm", "sglang", "trtllm"),
-                        help="engines whose tables to fit (default: all three; per dtype the "
-                        "one with the lowest LOO error is recorded)")
+                        help="engines whose tables to fit (default: all three; each engine's fit "
+                        "is recorded, `best` marks the lowest LOO error per dtype)")
     parser.add_argument("--stride", type=int, default=3,
                         help="fit on every STRIDE-th measured point (scores use all of them)")
     parser.add_argument("--dtype", action="append", choices=tuple(BYTES),
@@ -633,43 +654,51 @@ def main() -> None:
     parser.add_argument("--all-m", action="store_true",
                         help="also the unaligned m = 16·j + 1 rows (default: CUDA-graph sizes)")
     parser.add_argument("--write", action="store_true",
-                        help="record the chosen fits in data/roofline_fit.csv and their "
+                        help="record every engine's chosen fit in data/roofline_fit.csv and "
+                        "their "
                         "per-GPU cross-validation in data/roofline_loo.csv")
     parser.add_argument("--only", choices=("gemm", "attention"),
                         help="fit only this kind (with --write the rows not refitted stay)")
     parser.add_argument("--form", action="append", choices=[f.name for f in FORMS],
                         help="GEMM forms to rank (default: all; a subset is quicker)")
     args = parser.parse_args()
-    engines = args.engine or ["vllm", "trtllm", "sglang"]
+    engines = args.engine or list(ENGINE_ORDER)
     stride = max(1, args.stride)
-    best: dict[str, DtypeResult] = {}
+    fitted: list[DtypeResult] = []
     for engine in engines if args.only != "attention" else []:
         for dtype in args.dtype or list(BYTES):
             r = fit_dtype(engine, dtype, stride, not args.all_m, print, tuple(args.form or ()))
-            if r is not None and (dtype not in best or r.loo_serving < best[dtype].loo_serving):
-                best[dtype] = r
-    att: dict[str, AttResult] = {}
+            if r is not None:
+                fitted.append(r)
+    att: list[AttResult] = []
     for engine in engines if args.only != "gemm" else []:
         for kv in ATT_KV_BYTES:
             a = fit_attention(engine, kv, stride, print)
-            if a is not None and (kv not in att or a.loo < att[kv].loo):
-                att[kv] = a
-    print("\n== summary: leave-one-GPU-out MAPE of the recorded roofline (serving shapes)")
-    for dtype, r in best.items():
-        verdict = "meets" if r.loo_serving <= TARGET_MAPE else "misses"
-        print(f"  GEMM {dtype:9s} {r.engine:7s} {r.loo_serving:6.1%} {verdict} ≤ "
-              f"{TARGET_MAPE:.0%} ({r.rule}, {r.form.name})"
-              + (f": {r.why_missed()}" if r.why_missed() else ""))
-    for kv, a in att.items():
-        verdict = "meets" if a.loo <= TARGET_MAPE else "misses"
-        print(f"  attention {kv} KV {a.engine:7s} {a.loo:6.1%} {verdict} ≤ {TARGET_MAPE:.0%}")
+            if a is not None:
+                att.append(a)
+    print("\n== summary: leave-one-GPU-out MAPE per engine (serving shapes); * lowest per dtype")
+    for dtype in BYTES:
+        rs = [r for r in fitted if r.dtype == dtype]
+        for r in rs:
+            verdict = "meets" if r.loo_serving <= TARGET_MAPE else "misses"
+            mark = "*" if r.loo_serving == min(x.loo_serving for x in rs) else " "
+            print(f" {mark}GEMM {dtype:9s} {r.engine:7s} {r.loo_serving:6.1%} {verdict} ≤ "
+                  f"{TARGET_MAPE:.0%} ({r.rule}, {r.form.name})"
+                  + (f": {r.why_missed()}" if r.why_missed() else ""))
+    for kv in ATT_KV_BYTES:
+        as_ = [a for a in att if a.kv_dtype == kv]
+        for a in as_:
+            verdict = "meets" if a.loo <= TARGET_MAPE else "misses"
+            mark = "*" if a.loo == min(x.loo for x in as_) else " "
+            print(f" {mark}attention {kv} KV {a.engine:7s} {a.loo:6.1%} {verdict} ≤ "
+                  f"{TARGET_MAPE:.0%}")
     if args.write:
         from explorer.kernel_tables import package_label
 
         data = Path(__file__).resolve().parent.parent / "data"
         source = (f"scripts/fit_roofline_from_tables.py on {package_label()} measured tables "
                   f"(stride {stride}, {'every m' if args.all_m else 'CUDA-graph m'})")
-        write_record(list(best.values()), list(att.values()), data / "roofline_fit.csv",
+        write_record(fitted, att, data / "roofline_fit.csv",
                      data / "roofline_loo.csv", source)
         for path in (data / "roofline_fit.csv", data / "roofline_loo.csv"):
             sort_record(path)

@@ -19,7 +19,7 @@ from explorer.kernel_tables.moe import MoeShape
 from explorer.model.kernels import FloatArray, KernelTime, attention_time, gemm_time
 from explorer.model.layers import routed_experts_roofline
 from explorer.model.measured_kernels import measured_kernels
-from explorer.specs.hardware import HardwareSpec
+from explorer.specs.hardware import HardwareSpec, roofline_fit_origin
 
 
 @dataclass(frozen=True)
@@ -47,13 +47,13 @@ class KernelPoint:
         }
 
 
-def roofline_source(hw: HardwareSpec, kind: str, dtype: str) -> str:
-    """Which roofline prices an uncovered call, with its cross-validated error."""
-    fit = hw.gemm_fit(dtype) if kind == "gemm" else hw.attention_fit(dtype)
+def roofline_source(hw: HardwareSpec, kind: str, dtype: str, engine: str | None = None) -> str:
+    """Which roofline prices an uncovered call on `engine`, with its cross-validated error."""
+    fit = hw.gemm_fit(dtype, engine) if kind == "gemm" else hw.attention_fit(dtype, engine)
     if fit is None:
         return f"roofline ({hw.slug} single-η fit, hardware.csv)"
-    return (f"roofline ({dtype} fit on {fit.engine} tables of {fit.gpus}; leave-one-GPU-out "
-            f"MAPE {fit.loo_mape:.1%})")
+    return (f"roofline ({dtype} fit on {roofline_fit_origin(fit, engine)} of {fit.gpus}; "
+            f"leave-one-GPU-out MAPE {fit.loo_mape:.1%})")
 
 
 def _point(kt: KernelTime, t: float, shape: dict[str, Any], source: str,
@@ -64,6 +64,7 @@ def _point(kt: KernelTime, t: float, shape: dict[str, Any], source: str,
 
 def gemm_points(hw: HardwareSpec, engine: str, ms: list[int], ns: list[int], ks: list[int],
                 dtype: str) -> list[KernelPoint]:
+    hw = hw.for_engine(engine)  # uncovered calls on the engine's own roofline fit
     tables = measured_kernels(hw, engine, dtype, "bf16")
     out = []
     for m, n, k in itertools.product(ms, ns, ks):
@@ -74,7 +75,7 @@ def gemm_points(hw: HardwareSpec, engine: str, ms: list[int], ns: list[int], ks:
             lambda mm, nn, kk: gemm_time(hw, mm, nn, kk, dtype).time_s)[0])
         covered = tables.tally.measured.get("gemm", 0) > 0
         source = (f"table {tables.label()} gemm {dtype}" if covered
-                  else f"{roofline_source(hw, 'gemm', dtype)}: "
+                  else f"{roofline_source(hw, 'gemm', dtype, engine)}: "
                   f"{tables.tally.why_not.get('gemm', 'not covered')}")
         out.append(_point(kt, t, {"m": m, "n": n, "k": k, "dtype": dtype}, source, covered))
     return out
@@ -90,6 +91,7 @@ def attention_points(hw: HardwareSpec, engine: str, batches: list[int], contexts
                      q_lens: list[int], kv_dtype: str) -> list[KernelPoint]:
     """Decode/verify attention per point; q_heads and kv_heads are per GPU (each KV head must
     divide the query heads: the caller checks it)."""
+    hw = hw.for_engine(engine)
     tables = measured_kernels(hw, engine, "bf16", kv_dtype)
     out = []
     for b, s, qh, kv, h, w in itertools.product(batches, contexts, q_heads, kv_heads,
@@ -109,7 +111,7 @@ def attention_points(hw: HardwareSpec, engine: str, batches: list[int], contexts
             if w > 1:
                 source += f" × modelled tile increment t(q_len={w})/t(1)"
         else:
-            source = (f"{roofline_source(hw, 'attention', kv_dtype)}: "
+            source = (f"{roofline_source(hw, 'attention', kv_dtype, engine)}: "
                       f"{tables.tally.why_not.get('attention', 'not covered')}")
         shape = {"batch": b, "context": s, "q_heads": qh, "kv_heads": kv, "head_dim": h,
                  "q_len": w, "kv_dtype": kv_dtype}
@@ -127,6 +129,7 @@ def moe_points(hw: HardwareSpec, engine: str, tokens: list[int], hidden: list[in
                dtype: str) -> list[KernelPoint]:
     """One routed-expert layer per point (inter: the model's full expert width, TP shards it):
     the engine's measured MoE table where it has the exact shape, else the roofline."""
+    hw = hw.for_engine(engine)
     tables = measured_kernels(hw, engine, dtype, "bf16")
     out = []
     for n, h, i, k, e, t in itertools.product(tokens, hidden, inter, topk, experts, tp):
@@ -138,7 +141,7 @@ def moe_points(hw: HardwareSpec, engine: str, tokens: list[int], hidden: list[in
         )).reshape(-1)[0])
         covered = tables.tally.measured.get("moe", 0) > 0
         source = (f"table {tables.moe_sources()}" if covered
-                  else f"{roofline_source(hw, 'gemm', dtype)}: "
+                  else f"{roofline_source(hw, 'gemm', dtype, engine)}: "
                   f"{tables.tally.why_not.get('moe', 'not covered')}")
         where = {"tokens": n, "hidden": h, "inter": i, "topk": k, "experts": e, "tp": t,
                  "dtype": dtype}

@@ -22,7 +22,7 @@ from explorer.presets import (
     roofline_held_out,
     roofline_records,
 )
-from explorer.specs.hardware import GemmRooflineFit
+from explorer.specs.hardware import GemmRooflineFit, roofline_fit_origin
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -50,7 +50,8 @@ class RooflineScore:
 
     kind: str  # gemm | attention
     dtype: str
-    engine: str
+    engine: str  # whose tables the fit and its held-out errors are
+    best: bool  # the lowest leave-one-GPU-out error at this (kind, dtype)
     rule: str
     loo_mape: float
     loo_bias: float
@@ -82,28 +83,30 @@ class RooflineScore:
 
 
 def roofline_scores() -> tuple[RooflineScore, ...]:
-    """One score per (kind, dtype) recorded, with its per-GPU held-out errors."""
+    """One score per (kind, dtype, engine) recorded, with its per-GPU held-out errors."""
     out: list[RooflineScore] = []
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
     held = roofline_held_out()
     for rec in roofline_records():
         fit = rec.fit
         kind = "gemm" if isinstance(fit, GemmRooflineFit) else "attention"
         dtype = fit.dtype if isinstance(fit, GemmRooflineFit) else fit.kv_dtype
-        if (kind, dtype) in seen:
+        if (kind, dtype, fit.engine) in seen:
             continue
-        seen.add((kind, dtype))
+        seen.add((kind, dtype, fit.engine))
         rule = rec.fit.source.split("rule: ")[-1].split(";")[0]
         out.append(RooflineScore(
-            kind, dtype, fit.engine, rule, fit.loo_mape, fit.loo_bias, fit.own_fit_mape,
-            tuple(h for h in held if h.kind == kind and h.dtype == dtype)))
+            kind, dtype, fit.engine, fit.best, rule, fit.loo_mape, fit.loo_bias,
+            fit.own_fit_mape, tuple(h for h in held if h.kind == kind and h.dtype == dtype
+                                    and h.engine == fit.engine)))
     return tuple(out)
 
 
-def hardware_cv_errors(slug: str) -> tuple[RooflineHeldOut, ...]:
-    """A preset's own leave-one-GPU-out errors (the roofline fitted without it), per kind and
-    dtype; empty for a GPU without measured tables."""
-    return tuple(h for h in roofline_held_out() if h.gpu == slug)
+def hardware_cv_errors(slug: str, engine: str | None = None) -> tuple[RooflineHeldOut, ...]:
+    """A preset's own leave-one-GPU-out errors (the roofline fitted without it), per kind,
+    dtype and engine (one engine's where given); empty for a GPU without measured tables."""
+    return tuple(h for h in roofline_held_out()
+                 if h.gpu == slug and (engine is None or h.engine == engine))
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class ModelVsMeasured:
     measured_s: FloatArray
     predicted_s: FloatArray
     n_points: int  # measured points in the table (the arrays may be a sample of them)
+    fit_origin: str = ""  # whose roofline fit predicted (roofline_fit_origin), or the single η
 
     @property
     def residual(self) -> FloatArray:
@@ -137,9 +141,10 @@ class ModelVsMeasured:
 
 def model_vs_measured(hardware: str, engine: str, dtype: str,
                       max_points: int = MAX_FIGURE_POINTS) -> ModelVsMeasured:
-    """The roofline the model falls back on (this preset's recorded fit) at every measured
-    point of the (hardware, engine, dtype) GEMM table; empty arrays where there is none."""
-    hw = hardware_presets()[hardware]
+    """The roofline the model falls back on (this preset's recorded fit on the engine's
+    tables, or the lowest-LOO engine's where it has none) at every measured point of the
+    (hardware, engine, dtype) GEMM table; empty arrays where there is none."""
+    hw = hardware_presets()[hardware].for_engine(engine)
     table = load_gemm_table(hardware, engine, dtype)
     empty = np.zeros(0)
     if not isinstance(table, GemmTable):
@@ -153,5 +158,8 @@ def model_vs_measured(hardware: str, engine: str, dtype: str,
     k = table.k_values[ik[pick]].astype(np.float64)
     measured = np.exp(table.log_latency[im[pick], i_n[pick], ik[pick]])
     predicted = np.asarray(gemm_time(hw, m, n, k, dtype).time_s, dtype=np.float64)
+    fit = hw.gemm_fit(dtype)
+    origin = ("single-η fit, hardware.csv" if fit is None
+              else f"{dtype} fit on {roofline_fit_origin(fit, engine)}")
     return ModelVsMeasured(hardware, engine, dtype, table.provenance.label, m, n, k,
-                           measured, predicted, int(total))
+                           measured, predicted, int(total), origin)

@@ -4,7 +4,9 @@ Where the hardware carries the cross-GPU fit of data/roofline_fit.csv (every NVI
 GEMM t = floor_dtype + (C^p + M^p)^(1/p) with that dtype's η_c, η_m (a smooth memory→compute
 transition, chosen by leave-one-GPU-out error) and, where the fit has one, weight streaming
 slower for narrow outputs (M × (1 + (n½/n)^q)), and decode attention t = floor + KV bytes /
-(BW·η(bytes)) with a size-dependent η and a cost per (sequence, KV head). Otherwise (other
+(BW·η(bytes)) with a size-dependent η and a cost per (sequence, KV head). The fit used is
+`hw.gemm_fit(dtype)`: a resolved scenario's hardware carries only its engine's fits
+(HardwareSpec.for_engine); an unnarrowed preset prices on the lowest-LOO engine's. Otherwise (other
 vendors, calibrated or hand-set efficiencies): t = max(flops/(F·η_c), bytes/(BW·η_m), floor).
 """
 

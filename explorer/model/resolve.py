@@ -132,6 +132,8 @@ def resolve(scenario: Scenario) -> Resolved:
                          scenario.custom_drafter)
     if scenario.hardware_overrides is not None:
         hw = scenario.hardware_overrides.apply(hw)
+    # Uncovered calls are priced on the roofline fitted on the scenario's engine's tables.
+    hw = hw.for_engine(scenario.engine)
     external = scenario.custom_drafter is not None and scenario.custom_drafter.kind == "external"
     draft = None
     if external:

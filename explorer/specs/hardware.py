@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,8 @@ class GemmRooflineFit(BaseModel):
     dtype: str
     vendor: Vendor
     engine: str = Field(description="whose measured tables it was fitted on")
+    best: bool = Field(default=False, description="the engine with the lowest leave-one-GPU-"
+                       "out error at this dtype: the fit of engines that have none")
     eta_c: float = Field(gt=0, le=1.5, description="fraction of the dtype's dense peak")
     eta_m: float = Field(gt=0, le=1.5, description="fraction of the HBM bandwidth")
     floor_s: float = Field(ge=0, le=1e-3, description="fixed cost added to every call, s")
@@ -56,6 +58,7 @@ class AttentionRooflineFit(BaseModel):
     kv_dtype: str
     vendor: Vendor
     engine: str
+    best: bool = False
     size: Literal["bytes", "units"]
     floor_s: float = Field(ge=0, le=1e-3)
     per_row_s: float = Field(ge=0, le=1e-4, description="per sequence × query head, s")
@@ -75,6 +78,24 @@ class AttentionRooflineFit(BaseModel):
                    ) -> npt.NDArray[np.float64]:
         x = np.asarray(nbytes if self.size == "bytes" else units, dtype=np.float64)
         return np.asarray(self.eta_max / (1.0 + (self.half / np.maximum(x, 1e-9)) ** self.q))
+
+
+_Fit = TypeVar("_Fit", GemmRooflineFit, AttentionRooflineFit)
+
+
+def _pick_fit(fits: list[_Fit], engine: str | None) -> _Fit | None:
+    """The engine's own fit, else the one marked best, else the first (one engine recorded)."""
+    return (next((f for f in fits if f.engine == engine), None)
+            or next((f for f in fits if f.best), None) or next(iter(fits), None))
+
+
+def roofline_fit_origin(fit: GemmRooflineFit | AttentionRooflineFit, engine: str | None) -> str:
+    """Whose tables a fit comes from, as the source texts show it: the engine's own, or the
+    lowest-LOO engine's standing in where `engine` has no fit at that dtype."""
+    dtype = fit.dtype if isinstance(fit, GemmRooflineFit) else fit.kv_dtype
+    if engine is None or fit.engine == engine:
+        return f"{fit.engine} tables"
+    return f"{fit.engine} tables (lowest-LOO engine; {engine} has no {dtype} fit)"
 
 
 class HardwareSpec(BaseModel):
@@ -103,20 +124,38 @@ class HardwareSpec(BaseModel):
     fit_source: str = ""
     assumptions: str = ""
     # The per-dtype roofline fitted across GPUs (data/roofline_fit.csv), for the calls no
-    # measured table covers; empty: the single-η hard-max roofline above.
+    # measured table covers, one per engine whose tables it was fitted on; empty: the single-η
+    # hard-max roofline above. A resolved scenario's hardware keeps only its engine's
+    # (for_engine).
     gemm_fits: tuple[GemmRooflineFit, ...] = ()
     attention_fits: tuple[AttentionRooflineFit, ...] = ()
 
-    def gemm_fit(self, dtype: str) -> GemmRooflineFit | None:
-        return next((f for f in self.gemm_fits if f.dtype == dtype), None)
+    def gemm_fit(self, dtype: str, engine: str | None = None) -> GemmRooflineFit | None:
+        """The engine's own fit at a dtype, else the lowest-LOO engine's (`best`)."""
+        return _pick_fit([f for f in self.gemm_fits if f.dtype == dtype], engine)
+
+    def attention_fit(self, kv_dtype: str, engine: str | None = None
+                      ) -> AttentionRooflineFit | None:
+        return _pick_fit([f for f in self.attention_fits if f.kv_dtype == kv_dtype], engine)
+
+    def for_engine(self, engine: str) -> HardwareSpec:
+        """This hardware as a scenario on `engine` prices uncovered calls: per dtype only the
+        engine's own fit, or the lowest-LOO engine's where the engine has none (its `engine`
+        then names whose tables it is)."""
+        gemm = tuple(f for f in (self.gemm_fit(d, engine)
+                                 for d in dict.fromkeys(f.dtype for f in self.gemm_fits))
+                     if f is not None)
+        att = tuple(f for f in (self.attention_fit(d, engine)
+                                for d in dict.fromkeys(f.kv_dtype for f in self.attention_fits))
+                    if f is not None)
+        if gemm == self.gemm_fits and att == self.attention_fits:
+            return self
+        return self.model_copy(update={"gemm_fits": gemm, "attention_fits": att})
 
     def gemm_compute_efficiency_for(self, dtype: str) -> float:
         """η_c the roofline uses at a dtype: its cross-GPU fit's, else the preset's one η."""
         fit = self.gemm_fit(dtype)
         return fit.eta_c if fit is not None else self.gemm_compute_efficiency
-
-    def attention_fit(self, kv_dtype: str) -> AttentionRooflineFit | None:
-        return next((f for f in self.attention_fits if f.kv_dtype == kv_dtype), None)
 
     def peak_flops_per_s(self, dtype: str) -> float:
         """Dense peak for a dtype; falls back to the next wider dtype the GPU has."""

@@ -114,13 +114,15 @@ def _roofline_section() -> None:
     st.caption(
         "Where no measured table covers a call (hypothetical hardware, shapes outside a "
         "table), kernels are priced by a per-dtype roofline fitted across GPUs on the "
-        "aiconfigurator-core tables (data/roofline_fit.csv). Its error is cross-validated "
+        "aiconfigurator-core tables (data/roofline_fit.csv), one fit per serving engine on "
+        "that engine's tables: a scenario uses its engine's fit, or the lowest-error "
+        "engine's where its engine has none at that dtype. Its error is cross-validated "
         "leave-one-GPU-out: fitted without a GPU, scored on it. Target: ≤ "
         f"{ROOFLINE_TARGET_MAPE:.0%}.")
     scores = roofline_scores()
     st.dataframe(pd.DataFrame([{
         "kernel": "GEMM" if sc.kind == "gemm" else "decode attention", "dtype": sc.dtype,
-        "fitted on": f"{sc.engine} tables", "rule": sc.rule,
+        "fitted on": f"{sc.engine} tables", "lowest": "yes" if sc.best else "", "rule": sc.rule,
         "LOO MAPE": f"{sc.loo_mape:.1%}", "LOO bias": f"{sc.loo_bias:+.1%}",
         "target": "met" if sc.meets_target else "missed", "why": sc.why,
     } for sc in scores]), hide_index=True)
@@ -128,15 +130,17 @@ def _roofline_section() -> None:
     for slug in hardware_presets():
         errs = hardware_cv_errors(slug)
         row: dict[str, str] = {"preset": slug}
-        for e in errs:
+        for e in errs:  # one cell per (kind, dtype): each engine's error
             label = f"{'GEMM' if e.kind == 'gemm' else 'attn'} {e.dtype}"
-            row[label] = f"{e.mape_serving:.1%}"
+            cell = f"{e.engine} {e.mape_serving:.1%}"
+            row[label] = f"{row[label]} · {cell}" if label in row else cell
         if not errs:
             row["note"] = ("no measured tables: the rule is carried by spec sheet, its error "
                            "here is unknown" if SYSTEM_FOR_PRESET.get(slug) is None
                            else "not held out")
         rows.append(row)
-    st.caption("Each hardware preset's cross-validated error (the roofline fitted without it; "
+    st.caption("Each hardware preset's cross-validated error per engine (the roofline fitted "
+               "on that engine's tables without it; "
                "GEMM on serving shapes n, k ≥ 1024; \"no table\": the package measured no "
                "such kernel on that GPU):")
     st.dataframe(_cv_table(rows), hide_index=True)
@@ -150,7 +154,8 @@ def _roofline_section() -> None:
         st.info(f"No measured GEMM table for {gpu}, {engine}, {dtype}: {d.table}")
         return
     st.caption(f"{d.table}: {d.n_points} measured points ({d.m.size} drawn); the model's "
-               f"roofline for {gpu} misses them by MAPE {d.mape:.1%}, bias {d.bias:+.1%} "
+               f"roofline for {gpu} ({d.fit_origin}) misses them by MAPE {d.mape:.1%}, "
+               f"bias {d.bias:+.1%} "
                "(in-sample where this GPU was among those fitted; the table itself prices the "
                "calls it covers).")
     left, right = st.columns(2)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from explorer import Scenario, evaluate
+from explorer.base.engines import DEFAULT_ENGINE
 from explorer.measured import validate_path
 from explorer.model.grid import scenario_model
 from explorer.model.kernels import attention_time, gemm_time
@@ -33,7 +34,7 @@ def roofline_only(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_measured_gemm_shape_is_returned_exactly_and_others_stay_analytic():
-    hw = hardware_presets()["h100"]
+    hw = hardware_presets()["h100"].for_engine(DEFAULT_ENGINE)  # the scenario's roofline
     m = np.asarray([1, 8, 64, 512], dtype=float)
     # Llama-3.1-8B at TP 1: the O projection is (n=4096, k=4096).
     measured = 2.0 * gemm_time(hw, m, 4096, 4096).time_s
@@ -56,7 +57,7 @@ def test_measured_gemm_shape_is_returned_exactly_and_others_stay_analytic():
 
 
 def test_measured_attention_replaces_the_attention_component():
-    hw = hardware_presets()["h100"]
+    hw = hardware_presets()["h100"].for_engine(DEFAULT_ENGINE)  # the scenario's roofline
     b = np.asarray([1, 8, 64], dtype=float)
     s = np.full(3, 4096.0)
     rows = {"batch": (1, 8, 64), "context": (4096,) * 3, "q_heads": (32,) * 3,
@@ -111,7 +112,7 @@ def test_sample_kernel_timings_go_into_the_scenario_as_parsed_and_evaluate():
 
 
 def test_attention_rows_replace_attention_of_their_kv_dtype_only():
-    hw = hardware_presets()["h100"]
+    hw = hardware_presets()["h100"].for_engine(DEFAULT_ENGINE)  # the scenario's roofline
     b = np.asarray([1, 8, 64], dtype=float)
     s = np.full(3, 4096.0)
     fp8_times = 1.5 * attention_time(hw, b, s, 8, 4, 4, 128, kv_dtype="fp8").time_s

@@ -80,7 +80,7 @@ def test_calibrated_or_overridden_efficiencies_replace_the_fit_they_touch():
 def test_recorded_loo_errors_are_the_mean_of_the_held_out_gpus():
     held = roofline_held_out()
     for sc in roofline_scores():
-        rows = [h for h in held if h.kind == sc.kind and h.dtype == sc.dtype]
+        rows = [h for h in held if (h.kind, h.dtype, h.engine) == (sc.kind, sc.dtype, sc.engine)]
         assert len(rows) >= 3
         assert sc.loo_mape == pytest.approx(np.mean([h.mape_serving for h in rows]), abs=1e-3)
         assert sc.meets_target == (sc.loo_mape <= ROOFLINE_TARGET_MAPE)
@@ -128,6 +128,8 @@ def test_the_width_term_slows_narrow_outputs_and_a_grouped_gemm_uses_its_depth()
     fits = [f for f in hw.gemm_fits if f.n_half and (f.n_half / 1024.0) ** f.n_q > 0.05]
     assert fits
     fit = fits[0]
+    hw = hw.for_engine(fit.engine)  # the roofline of that fit's engine
+    assert hw.gemm_fit(fit.dtype) == fit
     narrow = gemm_time(hw, 1.0, 1024.0, 16384.0, fit.dtype).time_s
     wide = gemm_time(hw, 1.0, 16384.0, 1024.0, fit.dtype).time_s
     assert narrow > wide
