@@ -56,7 +56,7 @@ from explorer.kernel_tables import (
     load_serving_gemm_table,
 )
 from explorer.kernel_tables.attention import kv_read_s
-from explorer.kernel_tables.gemm import SpeedOfLight, weight_read_s
+from explorer.kernel_tables.gemm import SpeedOfLight, served_points
 from explorer.presets import hardware_presets
 
 FloatArray = npt.NDArray[np.float64]
@@ -232,18 +232,12 @@ def load_points(engine: str, dtype: str, aligned_only: bool) -> list[Points]:
         # the engine's served table (a stand-in, TRT-LLM fp8 on its static path), never below
         # the DRAM read of the weights — rows the collector ran from L2 (L40S) are neither what
         # a roofline of DRAM traffic predicts nor what serving sees.
-        table = load_serving_gemm_table(
-            slug, engine, dtype, SpeedOfLight(hw.peak_flops_per_s(peak_dtype),
-                                              hw.hbm_bw_bytes_per_s))
+        table = load_serving_gemm_table(slug, engine, dtype, SpeedOfLight.of(hw, dtype))
         if not isinstance(table, GemmTable):
             continue
-        im, i_n, ik = np.nonzero(table.measured)
-        n = table.n_values[i_n].astype(np.float64)
-        k = table.k_values[ik].astype(np.float64)
-        latency = np.maximum(np.exp(table.log_latency[im, i_n, ik]),
-                             weight_read_s(n, k, dtype, hw.hbm_bw_bytes_per_s))
-        pts = Points(slug, table.m_values[im].astype(np.float64), n, k, latency,
-                     hw.peak_flops_per_s(peak_dtype), hw.hbm_bw_bytes_per_s)
+        m, n, k, latency = served_points(table, hw.hbm_bw_bytes_per_s)
+        pts = Points(slug, m, n, k, latency, hw.peak_flops_per_s(peak_dtype),
+                     hw.hbm_bw_bytes_per_s)
         out.append(pts.take(np.flatnonzero(aligned_rows(pts.m))) if aligned_only else pts)
     return out
 

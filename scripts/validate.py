@@ -31,7 +31,7 @@ from explorer.analysis.timing_error import (  # noqa: E402
 from explorer.base.engines import ServingEngine  # noqa: E402
 from explorer.base.errors import ScenarioError  # noqa: E402
 from explorer.kernel_tables import GemmTable, load_serving_gemm_table  # noqa: E402
-from explorer.kernel_tables.gemm import SpeedOfLight, weight_read_s  # noqa: E402
+from explorer.kernel_tables.gemm import SpeedOfLight, served_points  # noqa: E402
 from explorer.model.engine_costs import graph_shape  # noqa: E402
 from explorer.model.grid import GridResult, ScenarioModel, scenario_model  # noqa: E402
 from explorer.model.kernels import gemm_time  # noqa: E402
@@ -269,19 +269,15 @@ def kernels() -> None:
         for engine in ("vllm", "sglang", "trtllm"):
             hw = hardware_presets()[gpu].for_engine(engine)  # the engine's own roofline fit
             for dtype in ("bf16", "fp8"):
-                t = load_serving_gemm_table(gpu, engine, dtype, SpeedOfLight(
-                    hw.peak_flops_per_s(dtype), hw.hbm_bw_bytes_per_s))
+                t = load_serving_gemm_table(gpu, engine, dtype, SpeedOfLight.of(hw, dtype))
                 if not isinstance(t, GemmTable):
                     continue
-                mm, nn, kk = np.meshgrid(t.m_values, t.n_values, t.k_values, indexing="ij")
-                ok = t.measured
-                meas = np.maximum(np.exp(t.log_latency[ok]), weight_read_s(
-                    nn[ok], kk[ok], dtype, hw.hbm_bw_bytes_per_s))
-                roof = gemm_time(hw, mm[ok], nn[ok], kk[ok], dtype).time_s
+                m, n, k, meas = served_points(t, hw.hbm_bw_bytes_per_s)
+                roof = gemm_time(hw, m, n, k, dtype).time_s
                 fit = hw.gemm_fit(dtype)
                 origin = f"  ({fit.engine} fit)" if fit is not None and fit.engine != engine \
                     else ""
-                print(f"   {gpu:5s} {engine:6s} {dtype:4s} n={ok.sum():6d}  "
+                print(f"   {gpu:5s} {engine:6s} {dtype:4s} n={m.size:6d}  "
                       f"{_pct(roof / meas - 1.0)}{origin}")
     print("   each engine against its own roofline fit (the one its scenarios fall back on)")
     print("   the model uses the table where it covers the call, so its in-table GEMM error is 0;"

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from explorer.kernel_tables import GemmTable, load_gemm_table
+from explorer.kernel_tables import GemmTable, load_serving_gemm_table
+from explorer.kernel_tables.gemm import SpeedOfLight, served_points
 from explorer.model.kernels import gemm_time
 from explorer.presets import (
     RooflineHeldOut,
@@ -145,18 +146,16 @@ def model_vs_measured(hardware: str, engine: str, dtype: str,
     tables, or the lowest-LOO engine's where it has none) at every measured point of the
     (hardware, engine, dtype) GEMM table; empty arrays where there is none."""
     hw = hardware_presets()[hardware].for_engine(engine)
-    table = load_gemm_table(hardware, engine, dtype)
+    # The table as a serving step takes it (data/SOURCES.md), as validate group 3 scores it.
+    table = load_serving_gemm_table(hardware, engine, dtype, SpeedOfLight.of(hw, dtype))
     empty = np.zeros(0)
     if not isinstance(table, GemmTable):
         return ModelVsMeasured(hardware, engine, dtype, table.reason, empty, empty, empty,
                                empty, empty, 0)
-    im, i_n, ik = np.nonzero(table.measured)
-    total = im.size
+    m_all, n_all, k_all, measured_all = served_points(table, hw.hbm_bw_bytes_per_s)
+    total = m_all.size
     pick = np.unique(np.linspace(0, total - 1, min(total, max_points)).astype(np.int64))
-    m = table.m_values[im[pick]].astype(np.float64)
-    n = table.n_values[i_n[pick]].astype(np.float64)
-    k = table.k_values[ik[pick]].astype(np.float64)
-    measured = np.exp(table.log_latency[im[pick], i_n[pick], ik[pick]])
+    m, n, k, measured = m_all[pick], n_all[pick], k_all[pick], measured_all[pick]
     predicted = np.asarray(gemm_time(hw, m, n, k, dtype).time_s, dtype=np.float64)
     fit = hw.gemm_fit(dtype)
     origin = ("single-η fit, hardware.csv" if fit is None

@@ -51,6 +51,7 @@ from explorer.kernel_tables.catalog import (
     table_dtype,
 )
 from explorer.kernel_tables.quantize import load_compute_scale_table
+from explorer.specs.hardware import HardwareSpec
 
 _MS = 1e-3
 _MAX_CURVES = 4096  # cached (n, k) curves per table: ~1 kB each
@@ -311,6 +312,20 @@ def weight_read_s(n: npt.ArrayLike, k: npt.ArrayLike, dtype: str,
                       * per_element / dram_bytes_per_s)
 
 
+def served_points(table: GemmTable, dram_bytes_per_s: float
+                  ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(m, n, k, seconds) at a table's measured grid points as a serving step takes them: never
+    below the DRAM read of the weights (`weight_read_s`). Give it the served table
+    (`load_serving_gemm_table`) to read it as the model does; the roofline fits and their
+    checks score against these."""
+    im, i_n, ik = np.nonzero(table.measured)
+    m, n, k = (a.astype(np.float64) for a in (table.m_values[im], table.n_values[i_n],
+                                              table.k_values[ik]))
+    latency = np.maximum(np.exp(table.log_latency[im, i_n, ik]),
+                         weight_read_s(n, k, table.dtype, dram_bytes_per_s))
+    return m, n, k, np.asarray(latency, dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class SpeedOfLight:
     """A GPU's spec-sheet limits no GEMM beats: the dense peak of the table's dtype and the DRAM
@@ -318,6 +333,11 @@ class SpeedOfLight:
 
     flops_per_s: float
     dram_bytes_per_s: float
+
+    @classmethod
+    def of(cls, hw: HardwareSpec, dtype: str) -> SpeedOfLight:
+        """A hardware preset's: the dense peak of `dtype` and its DRAM bandwidth."""
+        return cls(hw.peak_flops_per_s(normalize_dtype(dtype)), hw.hbm_bw_bytes_per_s)
 
     def gemm_time_s(self, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike,
                     dtype: str) -> FloatArray:

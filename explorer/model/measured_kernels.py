@@ -532,12 +532,11 @@ def measured_kernels(hw: HardwareSpec, engine: str, dtype: str, kv_dtype: str,
                       "measured it")
         return MeasuredKernels(hw.slug, engine, why, why, no_tables=why)
     # The floor of a GEMM table the package's times are adjusted on (TRT-LLM fp8 static).
-    speed_of_light = SpeedOfLight(hw.peak_flops_per_s(normalize_dtype(dtype)),
-                                  hw.hbm_bw_bytes_per_s)
+    speed_of_light = SpeedOfLight.of(hw, dtype)
     gemm, attention = _tables(hw.slug, engine, dtype, kv_dtype, speed_of_light)
     logits = None
     if normalize_dtype(dtype) != LOGITS_DTYPE:
-        logits = _tables(hw.slug, engine, LOGITS_DTYPE, kv_dtype, SpeedOfLight(
-            hw.peak_flops_per_s(LOGITS_DTYPE), hw.hbm_bw_bytes_per_s))[0]
+        logits = _tables(hw.slug, engine, LOGITS_DTYPE, kv_dtype,
+                         SpeedOfLight.of(hw, LOGITS_DTYPE))[0]
     return MeasuredKernels(hw.slug, engine, gemm, attention,
                            dram_bytes_per_s=hw.hbm_bw_bytes_per_s, logits_gemm=logits)
