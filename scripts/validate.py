@@ -75,7 +75,9 @@ def verify_ratio(engine: ServingEngine = "vllm") -> bool:
             print(f"     {line}")
         print("   (constants are not tuned to this table; the remaining gap is the fit's "
               "linear form, or a per-token cost that neither the measured kernels nor the "
-              "engine code read so far show)")
+              "engine code read so far show; what settles it: step times measured at "
+              "B·(1+D) = 64…512 tokens on one GPU — the fit's authors name bs = 1…64 but not "
+              "the D they ran, so past B·(1+D) ≈ 256 the reference may be extrapolated too)")
     print(f"   the speedup intervals carry this error: {timing_error().note}")
     return ok
 
