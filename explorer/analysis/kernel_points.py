@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from explorer.kernel_tables import GemmTable
 from explorer.kernel_tables.moe import MoeShape
 from explorer.model.kernels import FloatArray, KernelTime, attention_time, gemm_time
 from explorer.model.layers import routed_experts_roofline
-from explorer.model.measured_kernels import measured_kernels
+from explorer.model.measured_kernels import MeasuredKernels, measured_kernels
 from explorer.specs.hardware import HardwareSpec, roofline_fit_origin
 
 
@@ -56,6 +57,24 @@ def roofline_source(hw: HardwareSpec, kind: str, dtype: str, engine: str | None 
             f"leave-one-GPU-out MAPE {fit.loo_mape:.1%})")
 
 
+def _as_served(tables: MeasuredKernels, kind: str) -> str:
+    """What reading the table as a serving step takes it changed at this point: the GEMM
+    table's own adjustment (TRT-LLM fp8 static, a stand-in's reason) and the DRAM floor."""
+    notes = []
+    prov = tables.gemm.provenance if isinstance(tables.gemm, GemmTable) else None
+    if kind == "gemm" and prov is not None:
+        if prov.stands_in_for:
+            notes.append(f"standing in for {prov.stands_in_for}'s own table: "
+                         f"{prov.stand_in_reason}")
+        if prov.adjustment:
+            notes.append(prov.adjustment)
+    if tables.tally.raised.get(kind):
+        what = "weights" if kind == "gemm" else "KV cache"
+        notes.append(f"raised to the DRAM read of its {what} at the spec-sheet bandwidth (the "
+                     "table ran faster: its repeated calls held them in L2)")
+    return "".join(f"; {n}" for n in notes)
+
+
 def _point(kt: KernelTime, t: float, shape: dict[str, Any], source: str,
            measured: bool) -> KernelPoint:
     return KernelPoint(shape, t, float(kt.time_s), source, measured, float(kt.flops),
@@ -74,7 +93,7 @@ def gemm_points(hw: HardwareSpec, engine: str, ms: list[int], ns: list[int], ks:
             np.array([float(m)]), float(n), float(k), np.atleast_1d(kt.time_s),
             lambda mm, nn, kk: gemm_time(hw, mm, nn, kk, dtype).time_s)[0])
         covered = tables.tally.measured.get("gemm", 0) > 0
-        source = (f"table {tables.label()} gemm {dtype}" if covered
+        source = (f"table {tables.label()} gemm {dtype}{_as_served(tables, 'gemm')}" if covered
                   else f"{roofline_source(hw, 'gemm', dtype, engine)}: "
                   f"{tables.tally.why_not.get('gemm', 'not covered')}")
         out.append(_point(kt, t, {"m": m, "n": n, "k": k, "dtype": dtype}, source, covered))
@@ -107,7 +126,8 @@ def attention_points(hw: HardwareSpec, engine: str, batches: list[int], contexts
         )).reshape(-1)[0])
         covered = tables.tally.measured.get("attention", 0) > 0
         if covered:
-            source = f"table {tables.label()} generation_attention {kv_dtype} KV"
+            source = (f"table {tables.label()} generation_attention {kv_dtype} KV"
+                      f"{_as_served(tables, 'attention')}")
             if w > 1:
                 source += f" × modelled tile increment t(q_len={w})/t(1)"
         else:

@@ -94,3 +94,20 @@ def test_kernel_attention_rows_per_point_and_the_tile_increment():
 def test_bad_kernel_input_exits_2_naming_the_flag(argv, flag):
     code, _, err = run(*argv)
     assert code == 2 and flag in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--dtype", "bf16", "--hardware", "l40s", "--engine", "trtllm", "--n", "2048",
+      "--k", "2048"], "raised to the DRAM read of its weights"),
+    (["--dtype", "fp8", "--hardware", "h100", "--engine", "trtllm", "--n", "4096",
+      "--k", "4096"], "fp8 static: the measured dynamic-quant fp8 time less"),
+    (["--dtype", "fp8-block", "--hardware", "h100", "--engine", "vllm", "--n", "2048",
+      "--k", "2048"], "standing in for vllm's own table"),
+])
+def test_each_point_says_how_its_table_was_read_for_a_serving_step(argv, says):
+    code, out, _ = run("kernel", "gemm", "--m", "8", *argv, "--json")
+    assert code == 0
+    assert says in json.loads(out)["source"]
+    code, out, _ = run("kernel", "gemm", "--m", "8", "--n", "4096", "--k", "4096",
+                       "--hardware", "h100", "--engine", "vllm", "--json")
+    assert code == 0 and "; " not in json.loads(out)["source"]  # bf16 on H100: as measured
