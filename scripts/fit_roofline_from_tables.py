@@ -55,8 +55,7 @@ from explorer.kernel_tables import (
     load_generation_attention_table,
     load_serving_gemm_table,
 )
-from explorer.kernel_tables.attention import kv_read_s
-from explorer.kernel_tables.gemm import SpeedOfLight, served_points
+from explorer.kernel_tables.served import SpeedOfLight, kv_read_s, served_points
 from explorer.presets import hardware_presets
 
 FloatArray = npt.NDArray[np.float64]

@@ -31,7 +31,7 @@ from explorer.analysis.timing_error import (  # noqa: E402
 from explorer.base.engines import ServingEngine  # noqa: E402
 from explorer.base.errors import ScenarioError  # noqa: E402
 from explorer.kernel_tables import GemmTable, load_serving_gemm_table  # noqa: E402
-from explorer.kernel_tables.gemm import SpeedOfLight, served_points  # noqa: E402
+from explorer.kernel_tables.served import SpeedOfLight, served_points  # noqa: E402
 from explorer.model.engine_costs import graph_shape  # noqa: E402
 from explorer.model.grid import GridResult, ScenarioModel, scenario_model  # noqa: E402
 from explorer.model.kernels import gemm_time  # noqa: E402

@@ -57,7 +57,7 @@ def roofline_source(hw: HardwareSpec, kind: str, dtype: str, engine: str | None 
             f"leave-one-GPU-out MAPE {fit.loo_mape:.1%})")
 
 
-def _as_served(tables: MeasuredKernels, kind: str) -> str:
+def _read_as_served(tables: MeasuredKernels, kind: str) -> str:
     """What reading the table as a serving step takes it changed at this point: the GEMM
     table's own adjustment (TRT-LLM fp8 static, a stand-in's reason) and the DRAM floor."""
     notes = []
@@ -93,7 +93,7 @@ def gemm_points(hw: HardwareSpec, engine: str, ms: list[int], ns: list[int], ks:
             np.array([float(m)]), float(n), float(k), np.atleast_1d(kt.time_s),
             lambda mm, nn, kk: gemm_time(hw, mm, nn, kk, dtype).time_s)[0])
         covered = tables.tally.measured.get("gemm", 0) > 0
-        source = (f"table {tables.label()} gemm {dtype}{_as_served(tables, 'gemm')}" if covered
+        source = (f"table {tables.label()} gemm {dtype}{_read_as_served(tables, 'gemm')}" if covered
                   else f"{roofline_source(hw, 'gemm', dtype, engine)}: "
                   f"{tables.tally.why_not.get('gemm', 'not covered')}")
         out.append(_point(kt, t, {"m": m, "n": n, "k": k, "dtype": dtype}, source, covered))
@@ -127,7 +127,7 @@ def attention_points(hw: HardwareSpec, engine: str, batches: list[int], contexts
         covered = tables.tally.measured.get("attention", 0) > 0
         if covered:
             source = (f"table {tables.label()} generation_attention {kv_dtype} KV"
-                      f"{_as_served(tables, 'attention')}")
+                      f"{_read_as_served(tables, 'attention')}")
             if w > 1:
                 source += f" × modelled tile increment t(q_len={w})/t(1)"
         else:

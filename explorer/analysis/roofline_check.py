@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from explorer.kernel_tables import GemmTable, load_serving_gemm_table
-from explorer.kernel_tables.gemm import SpeedOfLight, served_points
+from explorer.kernel_tables.served import SpeedOfLight, served_points
 from explorer.model.kernels import gemm_time
 from explorer.presets import (
     RooflineHeldOut,

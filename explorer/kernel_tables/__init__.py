@@ -51,10 +51,10 @@ from explorer.kernel_tables.gemm import (
     GemmTable,
     gemm_time_s,
     load_gemm_table,
-    load_serving_gemm_table,
 )
 from explorer.kernel_tables.mla import find_mla_config
 from explorer.kernel_tables.moe import MoeCurve, MoeLookup, MoeShape, find_moe_curve, moe_time_s
+from explorer.kernel_tables.served import load_serving_gemm_table
 
 __all__ = [
     "ENGINES",

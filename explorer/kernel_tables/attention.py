@@ -24,7 +24,6 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow.parquet as pq
 
-from explorer.base.dtypes import BYTES_PER_ELEMENT, normalize_dtype
 from explorer.kernel_tables._grid import (
     BoolArray,
     FloatArray,
@@ -203,16 +202,6 @@ def _build(ref: TableRef, kv_dtype: str) -> GenerationAttentionTable | Missing:
     if not configs:
         return Missing(f"no usable {kv_dtype} KV-cache {_OP} grid in {ref.where}")
     return GenerationAttentionTable(ref, kv_dtype, configs)
-
-
-def kv_read_s(batch: npt.ArrayLike, kv_tokens: npt.ArrayLike, elements_per_token: float,
-              kv_dtype: str, dram_bytes_per_s: float) -> FloatArray:
-    """The DRAM read of a decode-attention call's KV cache (batch × tokens × elements per token,
-    e.g. 2·n_kv·head_dim, or the MLA latent + rope) at the spec-sheet bandwidth: no serving call
-    is faster (the collector's repeats keep a small cache in L2; a serving step does not)."""
-    return np.asarray(np.asarray(batch, dtype=np.float64) * np.asarray(kv_tokens, dtype=np.float64)
-                      * elements_per_token * BYTES_PER_ELEMENT[normalize_dtype(kv_dtype)]
-                      / dram_bytes_per_s)
 
 
 @lru_cache(maxsize=32)

@@ -29,11 +29,10 @@ from explorer.kernel_tables import (
     resolve_system,
 )
 from explorer.kernel_tables._grid import Grid
-from explorer.kernel_tables.attention import kv_read_s
 from explorer.kernel_tables.catalog import Provenance
-from explorer.kernel_tables.gemm import SpeedOfLight, weight_read_s
 from explorer.kernel_tables.mla import find_mla_config
 from explorer.kernel_tables.moe import MoeShape, find_moe_curve
+from explorer.kernel_tables.served import SpeedOfLight, kv_read_s, weight_read_s
 from explorer.specs.hardware import HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]

@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from explorer.kernel_tables import GemmTable, load_gemm_table
-from explorer.kernel_tables.gemm import SpeedOfLight, weight_read_s
+from explorer.kernel_tables.served import SpeedOfLight, weight_read_s
 from explorer.model.measured_kernels import measured_kernels
 from explorer.presets import hardware_presets
 

@@ -12,8 +12,8 @@ import pytest
 
 from explorer.kernel_tables import GemmTable, Missing, load_gemm_table
 from explorer.kernel_tables.catalog import data_root
-from explorer.kernel_tables.gemm import SpeedOfLight, load_serving_gemm_table
 from explorer.kernel_tables.quantize import ComputeScaleTable, load_compute_scale_table
+from explorer.kernel_tables.served import SpeedOfLight, load_serving_gemm_table
 from explorer.model.measured_kernels import measured_kernels
 from explorer.presets import hardware_presets
 

@@ -385,15 +385,15 @@ def test_other_tables_price_their_own_engine():
 
 
 def test_no_stand_in_is_a_reason(monkeypatch: pytest.MonkeyPatch):
-    from explorer.kernel_tables import gemm as gemm_module
+    from explorer.kernel_tables import served
     from explorer.kernel_tables.catalog import NotAsServed
 
-    monkeypatch.setitem(gemm_module.NOT_AS_SERVED, ("vllm", "gemm", "bfloat16"),
+    monkeypatch.setitem(served.NOT_AS_SERVED, ("vllm", "gemm", "bfloat16"),
                         NotAsServed(("nosuchengine",), "timed some other way"))
-    gemm_module.load_serving_gemm_table.cache_clear()
+    served.load_serving_gemm_table.cache_clear()
     try:
-        got = gemm_module.load_serving_gemm_table("h100", "vllm", "bf16")
+        got = served.load_serving_gemm_table("h100", "vllm", "bf16")
         assert isinstance(got, Missing)
         assert "timed some other way" in got.reason and "nosuchengine" in got.reason
     finally:
-        gemm_module.load_serving_gemm_table.cache_clear()
+        served.load_serving_gemm_table.cache_clear()
