@@ -53,7 +53,7 @@ def roofline_source(hw: HardwareSpec, kind: str, dtype: str, engine: str | None 
     fit = hw.gemm_fit(dtype, engine) if kind == "gemm" else hw.attention_fit(dtype, engine)
     if fit is None:
         return f"roofline ({hw.slug} single-η fit, hardware.csv)"
-    return (f"roofline ({dtype} fit on {roofline_fit_origin(fit, engine)} of {fit.gpus}; "
+    return (f"roofline ({dtype} fit on {roofline_fit_origin(fit, engine, hw.slug)} of {fit.gpus}; "
             f"leave-one-GPU-out MAPE {fit.loo_mape:.1%})")
 
 

@@ -159,6 +159,6 @@ def model_vs_measured(hardware: str, engine: str, dtype: str,
     predicted = np.asarray(gemm_time(hw, m, n, k, dtype).time_s, dtype=np.float64)
     fit = hw.gemm_fit(dtype)
     origin = ("single-η fit, hardware.csv" if fit is None
-              else f"{dtype} fit on {roofline_fit_origin(fit, engine)}")
+              else f"{dtype} fit on {roofline_fit_origin(fit, engine, hardware)}")
     return ModelVsMeasured(hardware, engine, dtype, table.provenance.label, m, n, k,
                            measured, predicted, int(total), origin)

@@ -83,18 +83,28 @@ class AttentionRooflineFit(BaseModel):
 _Fit = TypeVar("_Fit", GemmRooflineFit, AttentionRooflineFit)
 
 
-def _pick_fit(fits: list[_Fit], engine: str | None) -> _Fit | None:
-    """The engine's own fit, else the one marked best, else the first (one engine recorded)."""
-    return (next((f for f in fits if f.engine == engine), None)
-            or next((f for f in fits if f.best), None) or next(iter(fits), None))
+def _pick_fit(fits: list[_Fit], engine: str | None, gpu: str) -> _Fit | None:
+    """The engine's own fit where it was fitted on this GPU's own table, else the one marked
+    best, else the first (one engine recorded). A GPU with no table of the dtype (FP4 on
+    Hopper, FP8 on Ampere) gets the lowest-LOO fit whatever the engine: every engine's fit is
+    then carried past its evidence, and their differences there are not evidence of anything."""
+    own = next((f for f in fits if f.engine == engine), None)
+    if own is not None and gpu in own.gpus.split():
+        return own
+    return next((f for f in fits if f.best), None) or own or next(iter(fits), None)
 
 
-def roofline_fit_origin(fit: GemmRooflineFit | AttentionRooflineFit, engine: str | None) -> str:
+def roofline_fit_origin(fit: GemmRooflineFit | AttentionRooflineFit, engine: str | None,
+                        gpu: str | None = None) -> str:
     """Whose tables a fit comes from, as the source texts show it: the engine's own, or the
-    lowest-LOO engine's standing in where `engine` has no fit at that dtype."""
+    lowest-LOO engine's standing in (`_pick_fit`: `engine` has no fit at that dtype, or `gpu`
+    has no table of it to fit one on)."""
     dtype = fit.dtype if isinstance(fit, GemmRooflineFit) else fit.kv_dtype
     if engine is None or fit.engine == engine:
         return f"{fit.engine} tables"
+    if gpu is not None and gpu not in fit.gpus.split():
+        return (f"{fit.engine} tables (the lowest-LOO engine's, for every engine: {gpu} has no "
+                f"{dtype} table, so the fit is carried from {fit.gpus.replace(' ', ', ')})")
     return f"{fit.engine} tables (lowest-LOO engine; {engine} has no {dtype} fit)"
 
 
@@ -132,11 +142,12 @@ class HardwareSpec(BaseModel):
 
     def gemm_fit(self, dtype: str, engine: str | None = None) -> GemmRooflineFit | None:
         """The engine's own fit at a dtype, else the lowest-LOO engine's (`best`)."""
-        return _pick_fit([f for f in self.gemm_fits if f.dtype == dtype], engine)
+        return _pick_fit([f for f in self.gemm_fits if f.dtype == dtype], engine, self.slug)
 
     def attention_fit(self, kv_dtype: str, engine: str | None = None
                       ) -> AttentionRooflineFit | None:
-        return _pick_fit([f for f in self.attention_fits if f.kv_dtype == kv_dtype], engine)
+        return _pick_fit([f for f in self.attention_fits if f.kv_dtype == kv_dtype], engine,
+                         self.slug)
 
     def for_engine(self, engine: str) -> HardwareSpec:
         """This hardware as a scenario on `engine` prices uncovered calls: per dtype only the

@@ -126,3 +126,23 @@ def test_the_recorded_rows_are_in_the_sort_order(tmp_path: Path):
         shutil.copy(DATA_DIR / name, copy)
         fit.sort_record(copy)
         assert copy.read_text(encoding="utf-8") == (DATA_DIR / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("gpu", "dtype"), [("h100", "fp4"), ("a100", "fp8")])
+def test_a_gpu_without_a_table_of_the_dtype_gets_the_lowest_fit_whatever_the_engine(gpu, dtype):
+    """FP4 on Hopper, FP8 on Ampere: no engine's fit was made on this GPU's own table, so their
+    differences there are no evidence; every engine prices it with the lowest-LOO fit, and the
+    source says it is carried from the GPUs it was fitted on."""
+    hw = hardware_presets()[gpu]
+    fits = {e: hw.for_engine(e).gemm_fit(dtype) for e in ("vllm", "sglang", "trtllm")}
+    best = next(f for f in hw.gemm_fits if f.dtype == dtype and f.best)
+    assert gpu not in best.gpus.split()
+    assert all(f == best for f in fits.values())
+    times = {e: float(gemm_time(hw.for_engine(e), 64.0, 4096.0, 4096.0, dtype).time_s)
+             for e in fits}
+    assert len(set(times.values())) == 1
+    other = next(e for e in fits if e != best.engine)
+    text = roofline_source(hw, "gemm", dtype, other)
+    assert f"{gpu} has no {dtype} table, so the fit is carried from" in text
+    # where the GPU has the table, each engine keeps its own fit
+    assert hardware_presets()["h100"].for_engine("vllm").gemm_fit("fp8").engine == "vllm"
