@@ -79,7 +79,9 @@ def sources_of(model: ScenarioModel, al_source: str) -> dict[str, str]:
         "kernel_times": model.kernel_sources(),
         "engine": model.engine_sources(),
         "assumptions": "; ".join(
-            a for a in (r.hardware.assumptions, r.model.assumptions, r.mechanism.assumptions) if a
+            a for a in (*(r.hardware.no_native_peak(d) for d in dict.fromkeys(
+                (r.scenario.dtype, r.scenario.expert_dtype))), r.hardware.assumptions,
+                r.model.assumptions, r.mechanism.assumptions) if a
         ),
     }
 

@@ -176,6 +176,18 @@ class HardwareSpec(BaseModel):
             return self.fp8_flops_per_s
         return self.bf16_flops_per_s
 
+    def no_native_peak(self, dtype: str) -> str | None:
+        """Why a dtype runs at a wider dtype's peak here (FP4 on Hopper, FP8 on Ampere), as the
+        sources show it; None where the GPU has that dtype's tensor cores."""
+        native = {"fp4": self.fp4_flops_per_s, "fp8": self.fp8_flops_per_s,
+                  "fp8_block": self.fp8_flops_per_s}.get(dtype, self.bf16_flops_per_s)
+        if native:
+            return None
+        wider = "fp8" if dtype == "fp4" and self.fp8_flops_per_s else "bf16"
+        return (f"{self.name} has no {dtype} tensor cores: {dtype} weights are priced at its "
+                f"{wider} peak with {dtype} bytes (assumption: a kernel that dequantizes them "
+                "on the fly; no table measures it)")
+
     def gemm_ridge_tokens(self, dtype: str = "bf16") -> float:
         """GEMM ridge M* = F·b_w / (2·BW): tokens where a weight-streaming GEMM turns
         compute-bound."""

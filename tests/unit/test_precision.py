@@ -90,3 +90,15 @@ def test_attention_runs_at_the_kv_dtype():
 
     assert attention(sc8) < attention(sc16)
     assert attention(scw) == attention(sc16)
+
+
+def test_a_dtype_without_its_tensor_cores_is_said_to_run_at_a_wider_peak():
+    h100_fp4 = evaluate(Scenario(hardware="h100", model="llama-3.1-8b", tp=1, dtype="fp4"))
+    assert "H100 SXM has no fp4 tensor cores: fp4 weights are priced at its fp8 peak" in (
+        h100_fp4.sources["assumptions"])
+    a100_experts = evaluate(Scenario(hardware="a100", model="qwen3-30b-a3b", tp=1,
+                                     dtype="bf16", moe_dtype="fp8"))
+    assert "has no fp8 tensor cores: fp8 weights are priced at its bf16 peak" in (
+        a100_experts.sources["assumptions"])
+    native = evaluate(Scenario(hardware="b200", model="llama-3.1-8b", tp=1, dtype="fp4"))
+    assert "tensor cores" not in native.sources["assumptions"]
