@@ -221,6 +221,9 @@ def speedups() -> None:
         if flag:
             for line in rows[src]:
                 print(f"      {line}")
+            for key, caveat in SOURCE_CAVEATS.items():
+                if key in src:
+                    print(f"      the source itself: {caveat}")
     n_mapped = sum(len(e) for e in errs.values())
     print(f"   {n_mapped} of {len(df)} rows with AL and a speedup map to the presets")
     print(f"   not mapped: {', '.join(f'{k}: {v}' for k, v in sorted(skipped.items()))}")
@@ -261,6 +264,19 @@ def _row_diagnosis(sm: ScenarioModel, sc: Scenario, g: GridResult, pred: float,
     if assumed:
         text += f"; profile assumptions: {', '.join(assumed)}"
     return text
+
+
+# What a source's own text says that bears on mapping its rows (read in the source, quoted
+# briefly): where a published speed-up and its AL were not measured on the same requests.
+SOURCE_CAVEATS: dict[str, str] = {
+    "blog7_NGram": "its AL table is 'derived from 3000 sampled conversations' while each "
+    "speed-up runs '20 * batch_size number of requests' (TensorRT-LLM tech blog 7, Case 1), so "
+    "a row's AL and speed-up need not come from the same requests: at B=1 the 20 timed ones "
+    "must have accepted more than 1.66 tokens a step for a 1.96x speed-up",
+    "SpecDecodeBench-blog": "one row maps (SGLang, B=1); SGLang's per-step and per-draft-forward "
+    "costs are vLLM's carried over (data/engines.csv, assumptions), so this row tests that "
+    "assumption as much as the model",
+}
 
 
 def kernels() -> None:
