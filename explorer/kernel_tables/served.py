@@ -8,10 +8,11 @@ own code says how, the table is read accordingly, and every adjusted time says s
 - a table whose calls carry a quantization step a served step does not run (TRT-LLM's
   dynamic-quant fp8) has that step's measured time taken off, floored at the speed of light
   (catalog.OVERHEAD_NOT_SERVED, quantize.py);
-- no call is taken faster than the DRAM read of its weights (`weight_read_s`) or KV cache
-  (`kv_read_s`): the collectors repeat a call on one or a few tensor copies, which where they
-  fit in L2 (L40S: 96 MB) run faster than a serving step ever can, whose other layers stream
-  through L2 between two uses of one.
+- no call is taken faster than the DRAM read of its weights (`weight_read_s`; routed experts:
+  the top-k experts every token reads, `experts_read_s`) or KV cache (`kv_read_s`): the
+  collectors repeat a call on one or a few tensor copies, which where they fit in L2 (L40S:
+  96 MB) run faster than a serving step ever can, whose other layers stream through L2
+  between two uses of one.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from explorer.kernel_tables.catalog import (
     table_dtype,
 )
 from explorer.kernel_tables.gemm import GemmTable, load_gemm_table
+from explorer.kernel_tables.moe import MoeShape
 from explorer.kernel_tables.quantize import load_compute_scale_table
 from explorer.specs.hardware import HardwareSpec
 
@@ -167,6 +169,19 @@ def _less_overhead(table: GemmTable, rule: OverheadNotServed, speed_of_light: Sp
     grid = Grid.build(table.grid.axes_log, log_latency, table.filled)
     return replace(table, log_latency=log_latency, grid=grid,
                    provenance=replace(prov, adjustment=note), _curves={})
+
+
+def experts_read_s(shape: MoeShape, dtype: str, dram_bytes_per_s: float) -> float:
+    """The DRAM read every routed-expert call makes at least, per GPU: each token goes to top-k
+    distinct experts, so a call reads k experts' weights (its TP shard of each) whatever the
+    routing — exact for one token, a lower bound for more. With experts split over GPUs (EP)
+    a GPU may hold none of a token's experts: no bound (0)."""
+    if shape.ep > 1:
+        return 0.0
+    experts = min(shape.topk, shape.num_experts)
+    per_expert = shape.mlp_matrices * shape.hidden * shape.inter / shape.tp
+    return float(experts * per_expert * GEMM_OPERAND_BYTES[normalize_dtype(dtype)][1]
+                 / dram_bytes_per_s)
 
 
 def kv_read_s(batch: npt.ArrayLike, kv_tokens: npt.ArrayLike, elements_per_token: float,

@@ -32,7 +32,12 @@ from explorer.kernel_tables._grid import Grid
 from explorer.kernel_tables.catalog import Provenance
 from explorer.kernel_tables.mla import find_mla_config
 from explorer.kernel_tables.moe import MoeShape, find_moe_curve
-from explorer.kernel_tables.served import SpeedOfLight, kv_read_s, weight_read_s
+from explorer.kernel_tables.served import (
+    SpeedOfLight,
+    experts_read_s,
+    kv_read_s,
+    weight_read_s,
+)
 from explorer.specs.hardware import HardwareSpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -110,7 +115,7 @@ class MeasuredKernels:
     # MLA: (q heads per rank, latent, rope, KV dtype) → its monotone grid, or why not.
     _mla_configs: dict[tuple[int, int, int, str], AttentionConfig | Missing] = field(
         default_factory=dict, repr=False)
-    _moe_memo: dict[tuple[object, ...], tuple[FloatArray, int, str, str]] = field(
+    _moe_memo: dict[tuple[object, ...], tuple[FloatArray, int, str, str, int]] = field(
         default_factory=dict, repr=False)
     _moe_curves: dict[tuple[MoeShape, str], tuple[FloatArray, FloatArray, Provenance] | Missing
                       ] = field(default_factory=dict, repr=False)
@@ -321,18 +326,21 @@ class MeasuredKernels:
         key = (shape, dtype, nn.shape, nn.tobytes())
         hit = self._moe_memo.get(key)
         if hit is not None:
-            out, measured, reason, label = hit
-            self._moe_tally(out.size, measured, reason, label)
+            out, measured, reason, label, raised = hit
+            self._moe_tally(out.size, measured, reason, label, raised)
             return out
-        out, measured, reason, label = self._moe_priced(nn, shape, dtype, roofline)
+        out, measured, reason, label, raised = self._moe_priced(nn, shape, dtype, roofline)
         out.flags.writeable = False
         if len(self._moe_memo) >= MAX_MEMO_LOOKUPS:
             self._moe_memo.clear()
-        self._moe_memo[key] = (out, measured, reason, label)
-        self._moe_tally(out.size, measured, reason, label)
+        self._moe_memo[key] = (out, measured, reason, label, raised)
+        self._moe_tally(out.size, measured, reason, label, raised)
         return out
 
-    def _moe_tally(self, size: int, measured: int, reason: str, label: str) -> None:
+    def _moe_tally(self, size: int, measured: int, reason: str, label: str,
+                   raised: int = 0) -> None:
+        if raised:
+            self.tally.raised["moe"] = self.tally.raised.get("moe", 0) + raised
         self.tally.measured["moe"] = self.tally.measured.get("moe", 0) + measured
         self.tally.total["moe"] = self.tally.total.get("moe", 0) + size
         if measured < size:
@@ -342,17 +350,23 @@ class MeasuredKernels:
 
     def _moe_priced(self, n: FloatArray, shape: MoeShape, dtype: str,
                     roofline: Callable[[FloatArray], FloatArray]
-                    ) -> tuple[FloatArray, int, str, str]:
-        """(time, points measured, reason for the rest, the table's label)."""
+                    ) -> tuple[FloatArray, int, str, str, int]:
+        """(time, points measured, reason for the rest, the table's label, points raised to
+        the DRAM read of the experts every token reads)."""
         roof = np.asarray(roofline(n), dtype=np.float64)
         curve = self._moe_curve(shape, dtype)
         if isinstance(curve, Missing):
-            return roof.copy(), 0, curve.reason, ""
+            return roof.copy(), 0, curve.reason, "", 0
         log_t, mono, prov = curve
         with np.errstate(invalid="ignore", divide="ignore"):
             x = np.log(n)
             covered = np.asarray((x >= log_t[0]) & (x <= log_t[-1]))
             value = np.exp(np.interp(x, log_t, mono))
+        raised = 0
+        if self.dram_bytes_per_s:
+            floor = experts_read_s(shape, dtype, self.dram_bytes_per_s)
+            raised = int(np.count_nonzero(covered & (value < floor)))
+            value = np.maximum(value, floor)
         n_max = float(np.exp(log_t[-1]))
         above = np.asarray(n > n_max)
         if above.any():
@@ -361,7 +375,7 @@ class MeasuredKernels:
         out = np.asarray(np.where(covered, value, roof), dtype=np.float64)
         reason = (f"outside the measured token range {np.exp(log_t[0]):.0f}–{n_max:.0f} of "
                   f"{prov.system}/moe/{prov.engine}/{prov.engine_version}")
-        return out, int(np.count_nonzero(covered)), reason, prov.label
+        return out, int(np.count_nonzero(covered)), reason, prov.label, raised
 
     def _moe_curve(self, shape: MoeShape, dtype: str
                    ) -> tuple[FloatArray, FloatArray, Provenance] | Missing:
@@ -487,7 +501,7 @@ class MeasuredKernels:
                                         else f"roofline, {self.logits_gemm.reason}") + ")")
             raised = self.tally.raised.get(kind, 0)
             if raised and share > 0.0:
-                what = "weights" if kind == "gemm" else "KV cache"
+                what = {"gemm": "weights", "moe": "top-k experts"}.get(kind, "KV cache")
                 part += (f" ({raised / self.tally.measured[kind]:.0%} of them raised to the DRAM "
                          f"read of their {what} at the spec-sheet bandwidth: the table ran "
                          "faster, its repeated calls holding them in L2, which a serving step "

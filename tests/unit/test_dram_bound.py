@@ -7,6 +7,7 @@ weights and KV cache from DRAM (the rest of the model passes through L2 between 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from explorer import Scenario, evaluate
 from explorer.kernel_tables import GemmTable, load_gemm_table, load_generation_attention_table
@@ -63,3 +64,22 @@ def test_the_sources_say_how_many_calls_were_raised_and_why():
     assert "raised to the DRAM read of their weights" in text and "L2" in text
     h100 = evaluate(Scenario(hardware="h100", model="llama-3.1-8b", tp=1, batch=8))
     assert "raised" not in h100.sources["kernel_times"]
+
+
+def test_routed_experts_are_never_faster_than_reading_the_top_k_experts_every_token_reads():
+    from explorer.kernel_tables import MoeShape
+    from explorer.kernel_tables.served import experts_read_s
+
+    hw = hardware_presets()["l40s"]
+    shape = MoeShape(hidden=2048, inter=768, topk=8, num_experts=128)  # Qwen3-30B-A3B
+    floor = experts_read_s(shape, "fp8_block", hw.hbm_bw_bytes_per_s)
+    assert floor == pytest.approx(8 * 3 * 2048 * 768 * (1 + 4 / 128**2) / 0.864e12)
+    tables = measured_kernels(hw, "vllm", "fp8_block", "bf16")
+    t = tables.moe_time(np.array([1.0, 4.0]), shape, "fp8_block", lambda n: np.full(n.shape, 1.0))
+    assert t[0] == pytest.approx(floor)  # the table ran it from L2 (25 µs for 38 MB)
+    assert t[1] > floor  # four tokens: as measured
+    assert tables.tally.raised["moe"] == 1
+    assert experts_read_s(MoeShape(2048, 768, 8, 128, ep=8), "bf16", 1e12) == 0.0  # EP: none
+    h100 = measured_kernels(hardware_presets()["h100"], "vllm", "bf16", "bf16")
+    h100.moe_time(np.array([1.0, 64.0]), shape, "bf16", lambda n: np.full(n.shape, 1.0))
+    assert not h100.tally.raised
