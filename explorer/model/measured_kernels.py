@@ -92,7 +92,8 @@ class MeasuredKernels:
     attention: GenerationAttentionTable | Missing
     tally: KernelTally = field(default_factory=KernelTally)
     # The spec-sheet DRAM bandwidth: a measured time is never taken below the DRAM read of the
-    # weights (GEMM) or KV cache (attention) it needs. The collector repeats a call on the same
+    # weights (GEMM; MoE: the top-k experts every token reads) or KV cache (attention, MLA) it
+    # needs (kernel_tables/served.py). The collector repeats a call on the same
     # or a few copies of its tensors, so where they fit in L2 (L40S: 96 MB) it ran faster than
     # DRAM allows (up to 3.5x on L40S GEMMs, 4.7x on its attention); in a serving step the rest
     # of the model streams through L2 between two uses of a layer, so they come from DRAM.
