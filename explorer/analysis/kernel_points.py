@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from explorer.kernel_tables import GemmTable
 from explorer.kernel_tables.moe import MoeShape
 from explorer.model.kernels import FloatArray, KernelTime, attention_time, gemm_time
 from explorer.model.layers import routed_experts_roofline
@@ -60,18 +59,9 @@ def roofline_source(hw: HardwareSpec, kind: str, dtype: str, engine: str | None 
 def _read_as_served(tables: MeasuredKernels, kind: str) -> str:
     """What reading the table as a serving step takes it changed at this point: the GEMM
     table's own adjustment (TRT-LLM fp8 static, a stand-in's reason) and the DRAM floor."""
-    notes = []
-    prov = tables.gemm.provenance if isinstance(tables.gemm, GemmTable) else None
-    if kind == "gemm" and prov is not None:
-        if prov.stands_in_for:
-            notes.append(f"standing in for {prov.stands_in_for}'s own table: "
-                         f"{prov.stand_in_reason}")
-        if prov.adjustment:
-            notes.append(prov.adjustment)
+    notes = tables.table_notes(kind)
     if tables.tally.raised.get(kind):
-        what = "weights" if kind == "gemm" else "KV cache"
-        notes.append(f"raised to the DRAM read of its {what} at the spec-sheet bandwidth (the "
-                     "table ran faster: its repeated calls held them in L2)")
+        notes.append(tables.raised_note(kind))
     return "".join(f"; {n}" for n in notes)
 
 
@@ -160,7 +150,7 @@ def moe_points(hw: HardwareSpec, engine: str, tokens: list[int], hidden: list[in
             np.array([float(n)]), shape, dtype, partial(_moe_roofline_s, hw, shape, dtype),
         )).reshape(-1)[0])
         covered = tables.tally.measured.get("moe", 0) > 0
-        source = (f"table {tables.moe_sources()}" if covered
+        source = (f"table {tables.moe_sources()}{_read_as_served(tables, 'moe')}" if covered
                   else f"{roofline_source(hw, 'gemm', dtype, engine)}: "
                   f"{tables.tally.why_not.get('moe', 'not covered')}")
         where = {"tokens": n, "hidden": h, "inter": i, "topk": k, "experts": e, "tp": t,

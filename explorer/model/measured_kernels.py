@@ -487,14 +487,8 @@ class MeasuredKernels:
             else:
                 part = (f"{name} {share:.0%} of calls measured "
                         f"(rest: {self.tally.why_not.get(kind, 'not covered')})")
-            if (kind == "gemm" and share > 0.0 and isinstance(self.gemm, GemmTable)
-                    and self.gemm.provenance.stands_in_for):
-                prov = self.gemm.provenance
-                part += (f" [{prov.engine}'s table for {prov.stands_in_for}'s GEMMs: "
-                         f"{prov.stand_in_reason}]")
-            if (kind == "gemm" and share > 0.0 and isinstance(self.gemm, GemmTable)
-                    and self.gemm.provenance.adjustment):
-                part += f" [{self.gemm.provenance.adjustment}]"  # e.g. TRT-LLM fp8 static
+            if share > 0.0:
+                part += "".join(f" [{note}]" for note in self.table_notes(kind))
             if kind == "gemm" and share > 0.0 and self.logits_gemm is not None:
                 part += (f" (the logits GEMM in {LOGITS_DTYPE}, as quantized checkpoints keep "
                          "lm_head: " + (f"{self.logits_gemm.provenance.dtype} table"
@@ -502,11 +496,8 @@ class MeasuredKernels:
                                         else f"roofline, {self.logits_gemm.reason}") + ")")
             raised = self.tally.raised.get(kind, 0)
             if raised and share > 0.0:
-                what = {"gemm": "weights", "moe": "top-k experts"}.get(kind, "KV cache")
-                part += (f" ({raised / self.tally.measured[kind]:.0%} of them raised to the DRAM "
-                         f"read of their {what} at the spec-sheet bandwidth: the table ran "
-                         "faster, its repeated calls holding them in L2, which a serving step "
-                         "does not)")
+                part += (f" ({raised / self.tally.measured[kind]:.0%} of them "
+                         f"{self.raised_note(kind, plural=True)})")
             if kind == "moe" and share > 0.0 and self.moe_sources():
                 part += f" [{self.moe_sources()}]"  # its own table and version
             if kind == "attention" and share > 0.0 and self.tally.sources.get("attention"):
@@ -514,6 +505,28 @@ class MeasuredKernels:
             parts.append(part)
         rest = "; roofline for the rest" if parts else ""
         return f"{head}: {', '.join(parts) or 'no kernel evaluated'}{rest}"
+
+    def table_notes(self, kind: str) -> list[str]:
+        """How the GEMM table was read for a serving step (kernel_tables/served.py): whose
+        table stands in and why, and its adjustment (TRT-LLM fp8 static); none for others."""
+        if kind != "gemm" or not isinstance(self.gemm, GemmTable):
+            return []
+        prov = self.gemm.provenance
+        notes = []
+        if prov.stands_in_for:
+            notes.append(f"{prov.engine}'s table standing in for {prov.stands_in_for}'s own "
+                         f"table: {prov.stand_in_reason}")
+        if prov.adjustment:
+            notes.append(prov.adjustment)
+        return notes
+
+    @staticmethod
+    def raised_note(kind: str, plural: bool = False) -> str:
+        """Why a measured time was raised to the DRAM floor (`dram_bytes_per_s`)."""
+        what = {"gemm": "weights", "moe": "top-k experts"}.get(kind, "KV cache")
+        return (f"raised to the DRAM read of {'their' if plural else 'its'} {what} at the "
+                "spec-sheet bandwidth: the table ran faster, its repeated calls holding them in "
+                "L2, which a serving step does not")
 
     def label(self) -> str:
         if isinstance(self.gemm, GemmTable) and self.gemm.provenance.stands_in_for:
