@@ -104,19 +104,18 @@ def roofline_held_out() -> tuple[RooflineHeldOut, ...]:
         for r in _rows("roofline_loo.csv"))
 
 
-def roofline_fits_for(slug: str, vendor: str
+def roofline_fits_for(architecture: str
                       ) -> tuple[tuple[GemmRooflineFit, ...], tuple[AttentionRooflineFit, ...]]:
-    """The fits a hardware preset uses, one per (kind, dtype, engine): its architecture's
-    where one was fitted on it, else its vendor's cross-GPU one (a GPU without tables gets the
-    rule carried by spec sheet)."""
+    """The fits a hardware preset uses, one per (kind, dtype, engine): its architecture's where
+    one was fitted on that architecture's GPUs, else the one fitted on all GPUs — what the
+    leave-one-GPU-out rule `same architecture` does for a GPU without a sibling (train on all
+    others). A GPU without tables (other vendors' included) gets it by its spec sheet."""
     chosen: dict[tuple[str, str, str], RooflineRecord] = {}
     for rec in roofline_records():
-        if rec.fit.vendor != vendor:
-            continue
         dt = rec.fit.dtype if isinstance(rec.fit, GemmRooflineFit) else rec.fit.kv_dtype
         key = ("gemm" if isinstance(rec.fit, GemmRooflineFit) else "attention", dt,
                rec.fit.engine)
-        mine = rec.scope != "all" and slug in rec.gpus
+        mine = rec.scope != "all" and rec.scope == architecture
         if mine or (rec.scope == "all" and key not in chosen):
             chosen[key] = rec
     gemm = tuple(r.fit for r in chosen.values() if isinstance(r.fit, GemmRooflineFit))
@@ -124,13 +123,24 @@ def roofline_fits_for(slug: str, vendor: str
     return gemm, att
 
 
+def _engines(text: str, slug: str) -> tuple[str, ...]:
+    """data/hardware.csv `engines`: a space-separated list of serving engines."""
+    names = tuple(text.split()) or SERVING_ENGINES
+    unknown = [e for e in names if e not in SERVING_ENGINES]
+    if unknown:
+        raise ValueError(f"data/hardware.csv row {slug}: unknown engine(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(SERVING_ENGINES)}")
+    return names
+
+
 @lru_cache(maxsize=1)
 def hardware_presets() -> dict[str, HardwareSpec]:
     out: dict[str, HardwareSpec] = {}
     for r in _rows("hardware.csv"):
-        gemm_fits, attention_fits = roofline_fits_for(r["slug"], r["vendor"])
+        gemm_fits, attention_fits = roofline_fits_for(r.get("architecture", ""))
         fp8 = _num(r["fp8_dense_tflops"])
         fp4 = _num(r["fp4_dense_tflops"])
+        fp6 = _num(r.get("fp6_dense_tflops", ""))
         out[r["slug"]] = HardwareSpec(
             slug=r["slug"],
             name=r["name"],
@@ -138,6 +148,7 @@ def hardware_presets() -> dict[str, HardwareSpec]:
             bf16_flops_per_s=float(r["bf16_dense_tflops"]) * 1e12,
             fp8_flops_per_s=fp8 * 1e12 if fp8 else None,
             fp4_flops_per_s=fp4 * 1e12 if fp4 else None,
+            fp6_flops_per_s=fp6 * 1e12 if fp6 else None,
             hbm_bytes=float(r["hbm_gb"]) * 1e9,
             hbm_bw_bytes_per_s=float(r["hbm_tb_per_s"]) * 1e12,
             link_bw_bytes_per_s=float(r["link_gb_per_s"]) * 1e9,
@@ -152,6 +163,10 @@ def hardware_presets() -> dict[str, HardwareSpec]:
             spec_source=r["spec_source"],
             fit_source=r["fit_source"],
             assumptions=r.get("assumptions", ""),
+            architecture=r.get("architecture", ""),
+            group=r.get("group", ""),
+            engines=cast(Any, _engines(r.get("engines", ""), r["slug"])),
+            engines_source=r.get("engines_source", ""),
             gemm_fits=gemm_fits,
             attention_fits=attention_fits,
         )

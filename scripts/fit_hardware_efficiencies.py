@@ -55,7 +55,16 @@ MEASURED_GPU: dict[str, str] = {
     "gb200": "gb200",  # attention rows only (no GEMM rows for gb200)
 }
 # preset slug -> preset whose fit is carried over where the preset has no measured rows.
-CARRY_OVER: dict[str, str] = {"h200": "h100", "gb200": "b200", "mi300x": "h100"}
+# Presets added for issue 26 carry the fit of the measured GPU closest to them: same silicon
+# (gb300 ← b300, h100-pcie ← h100, a100-pcie and a30 ← a100), same SM and memory kind (l4 ←
+# l40s), the PCIe GDDR server card before it (rtx-pro-6000 ← l40s; no sm_120 rows), or, with
+# no rows of their vendor at all, as mi300x (AMD ← h100) and the GDDR card (arc-pro-b60 ← l40s).
+CARRY_OVER: dict[str, str] = {
+    "h200": "h100", "gb200": "b200", "mi300x": "h100",
+    "gb300": "b300", "h100-pcie": "h100", "a100-pcie": "a100", "a30": "a100", "l4": "l40s",
+    "rtx-pro-6000": "l40s", "arc-pro-b60": "l40s",
+    "mi325x": "h100", "mi350x": "h100", "mi355x": "h100",
+}
 
 DTYPE = "bfloat16"
 BYTES_BF16 = 2.0
@@ -89,6 +98,8 @@ FAMILY: dict[str, str] = {
     "b200": "blackwell",
     "gb200": "blackwell",
     "b300": "blackwell",
+    "gb300": "blackwell",
+    "h100-pcie": "hopper",
 }
 
 

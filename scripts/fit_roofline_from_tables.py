@@ -216,7 +216,7 @@ def load_points(engine: str, dtype: str, aligned_only: bool) -> list[Points]:
     presets = hardware_presets()
     out = []
     for slug, system in SYSTEM_FOR_PRESET.items():
-        if system is None or slug not in presets:
+        if system is None or slug not in presets or presets[slug].vendor != FIT_VENDOR:
             continue
         hw = presets[slug]
         peak_dtype = PEAK_DTYPE[dtype]
@@ -255,12 +255,14 @@ def pct(x: float) -> str:
     return f"{100 * x:+6.1f}%" if x < 0 else f"{100 * x:6.1f}%"
 
 
-# GPU architecture of each preset with tables (NVIDIA's product pages: A100 Ampere, L40S Ada
-# Lovelace, H100/H200 Hopper, B200/GB200/B300 Blackwell). The "same architecture" rule fits a
-# held-out GPU on the other GPUs of its architecture (kernels are written per SM generation),
-# and on all others where it is the only one of its kind.
-ARCH: dict[str, str] = {"a100": "ampere", "l40s": "ada", "h100": "hopper", "h200": "hopper",
-                        "b200": "blackwell", "gb200": "blackwell", "b300": "blackwell"}
+# GPU architecture of each preset (data/hardware.csv `architecture`: A100 Ampere, L40S Ada
+# Lovelace, H100/H200 Hopper, B200/GB200/B300/GB300 Blackwell, RTX PRO 6000 sm_120). The "same
+# architecture" rule fits a held-out GPU on the other GPUs of its architecture (kernels are
+# written per SM generation), and on all others where it is the only one of its kind.
+ARCH: dict[str, str] = {slug: hw.architecture for slug, hw in hardware_presets().items()}
+# The record's fits are NVIDIA's (column `vendor`); the one Intel GPU with tables (Arc Pro B60,
+# vLLM only) could not be held out against another of its kind.
+FIT_VENDOR = "nvidia"
 RULES = ("all GPUs", "same architecture")
 TARGET_MAPE = ROOFLINE_TARGET_MAPE
 
@@ -385,7 +387,7 @@ def load_attention(engine: str, kv_dtype: str) -> list[AttPoints]:
     presets = hardware_presets()
     out = []
     for slug, system in SYSTEM_FOR_PRESET.items():
-        if system is None or slug not in presets:
+        if system is None or slug not in presets or presets[slug].vendor != FIT_VENDOR:
             continue
         table = load_generation_attention_table(slug, engine, kv_dtype)
         if not isinstance(table, GenerationAttentionTable):

@@ -22,6 +22,9 @@ FALLBACKS: dict[str, dict[str, Any]] = {
     # No draft model for this target: the default mechanism, which needs none.
     "draft_model": {"mechanism": Scenario.model_fields["mechanism"].default},
     "layers": {"layers": None},  # the model's own layer count
+    # An engine that does not run on the GPU (TensorRT-LLM on AMD): the default engine, which
+    # runs on every preset (data/hardware.csv `engines`; a test checks it).
+    "engine": {"engine": Scenario.model_fields["engine"].default},
 }
 
 

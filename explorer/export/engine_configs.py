@@ -146,7 +146,6 @@ TRTLLM_DECODING_TYPE: dict[str, str] = {
     "dspark": "DSpark",
     "ngram": "NGram",
 }
-TRTLLM_VENDORS = frozenset({"nvidia"})  # TensorRT-LLM runs on NVIDIA GPUs only
 # interface.py @00b6d5a: support_dynamic_draft_len() is MTP one-model, Eagle3 one-model, PARD,
 # DFlash, DraftTarget one-model, SA; the NGram drafter takes draft_len_schedule on its own
 # (NGramDrafter(..., draft_len_schedule=spec_config.draft_len_schedule)). DSpark has neither.
@@ -292,6 +291,10 @@ def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: S
         return SglangConfig(flags=[], cli="", notes=[
             f"'{slug}' is not supported by SGLang (no speculative algorithm)."])
     r = _resolved(scenario, slug)
+    problem = r.hardware.engine_problem("sglang")  # data/hardware.csv `engines`
+    if problem is not None:
+        return SglangConfig(flags=[], cli="", notes=[
+            f"{scenario.hardware} is not supported by SGLang: {problem}."])
     vendor = r.hardware.vendor
     if slug in SGLANG_NVIDIA_ONLY and vendor != "nvidia":
         return SglangConfig(flags=[], cli="", notes=[
@@ -326,9 +329,10 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             f"'{slug}' is not supported by TensorRT-LLM (no decoding_type)."])
     r = _resolved(scenario, slug)
-    if r.hardware.vendor not in TRTLLM_VENDORS:
+    problem = r.hardware.engine_problem("trtllm")  # data/hardware.csv `engines`
+    if problem is not None:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
-            f"{scenario.hardware} is not supported by TensorRT-LLM (NVIDIA GPUs only)."])
+            f"{scenario.hardware} is not supported by TensorRT-LLM: {problem}."])
     if not enabled or draft_len < 1:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             "Speculation does not pay here: leave speculative_config unset."])

@@ -94,12 +94,22 @@ def offered(s: Setting, values: Mapping[str, Any]) -> list[Any]:
     """The choices a setting's widget offers given the other settings' values, and so what a
     link may say for it (its options, or the preset slugs that fit); empty for a range."""
     if s.presets is None:
-        return list(s.options)
+        return [o for o in s.options if o in _allowed(s, values)]
     slugs = [k for k, p in preset_table(s.presets).items()
              if (not s.preset_roles or getattr(p, "role", None) in s.preset_roles)
              and (s.preset_of is None
                   or getattr(p, s.preset_of[0], None) == values.get(s.preset_of[1]))]
     return ([s.none_value] if s.none_value is not None else []) + slugs
+
+
+def _allowed(s: Setting, values: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The options the preset picked by another setting allows (`options_of`: the engines
+    of the chosen GPU); all of them where none is named or the preset is unknown."""
+    if s.options_of is None:
+        return s.options
+    table, attr, other = s.options_of
+    preset = preset_table(table).get(str(values.get(other)))
+    return tuple(getattr(preset, attr)) if preset is not None else s.options
 
 
 # Preset choices shown by their names (H200 SXM, Llama-3.1-70B) while the link keeps the slug
@@ -150,7 +160,15 @@ def why_not(s: Setting, value: Any, values: Mapping[str, Any]) -> str | None:
                     f"{other}={values.get(other)}; offered: {_listed(choices) or 'none'}")
         return f"not offered; offered: {_listed(choices)}"
     if s.options:
-        return None if value in s.options else f"must be one of {_listed(s.options)}"
+        if value not in s.options:
+            return f"must be one of {_listed(s.options)}"
+        allowed = _allowed(s, values)
+        if value not in allowed and s.options_of is not None:
+            table, attr, other = s.options_of
+            name = getattr(preset_table(table).get(str(values.get(other))), "name", "?")
+            return (f"{value} does not run on {other}={values.get(other)} ({name}), whose "
+                    f"{attr} are {_listed(allowed)}")
+        return None
     if s.view_range is not None:
         lo, hi = s.view_range
         return None if lo <= value <= hi else f"must be within [{lo:g}, {hi:g}]"

@@ -38,11 +38,33 @@ SYSTEM_FOR_PRESET: Final[dict[str, str | None]] = {
     "b300": "b300_sxm",
     "a100": "a100_sxm",
     "l40s": "l40s",
+    "gb300": "gb300",
+    "rtx-pro-6000": "rtx_pro_6000_server",
+    "arc-pro-b60": "b60",  # vLLM tables only
+    # The package ships these systems' spec files but no measured data (empty data folders;
+    # each file says "Estimate-only system spec … No built-in silicon performance database").
+    "h100-pcie": None,
+    "a100-pcie": None,
+    "a30": None,
+    "l4": None,
     "mi300x": None,  # AMD: the package only measures NVIDIA (and one Intel) GPUs
+    "mi325x": None,
+    "mi350x": None,
+    "mi355x": None,
 }
+_NO_AMD = ("aiconfigurator-core has no {} (AMD) tables; it measures NVIDIA GPUs and the Intel "
+           "B60 only")
+_ESTIMATE_ONLY = ("aiconfigurator-core 0.12.0 ships {}'s system spec but no measured tables "
+                  "('Estimate-only system spec', an empty data folder)")
 _NO_DATA_REASON: Final[dict[str, str]] = {
-    "mi300x": "aiconfigurator-core has no MI300X (AMD) tables; it measures NVIDIA GPUs and the "
-    "Intel B60 only",
+    "mi300x": _NO_AMD.format("MI300X"),
+    "mi325x": _NO_AMD.format("MI325X"),
+    "mi350x": _NO_AMD.format("MI350X"),
+    "mi355x": _NO_AMD.format("MI355X"),
+    "h100-pcie": _ESTIMATE_ONLY.format("h100_pcie"),
+    "a100-pcie": _ESTIMATE_ONLY.format("a100_pcie"),
+    "a30": _ESTIMATE_ONLY.format("a30"),
+    "l4": _ESTIMATE_ONLY.format("l4"),
 }
 
 # Package spelling of each canonical dtype in the GEMM and KV-cache columns.

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from explorer.base.dtypes import BYTES_PER_ELEMENT, LOGITS_DTYPE
 from explorer.base.errors import ScenarioError
+from explorer.kernel_tables.catalog import Missing, resolve_system
 from explorer.model.acceptance_source import ALResult, acceptance_length
 from explorer.model.corrections import (
     AttentionCorrection,
@@ -164,6 +165,11 @@ class ScenarioModel:
         self.tables.tally.reset()
         self.grid(sc.batch, sc.draft_len)
         text = self.tables.describe()
+        if self.tables.no_tables is None and isinstance(resolve_system(self.r.hardware.slug),
+                                                         Missing):
+            # A preset the package never measured: the roofline prices it all; say which and
+            # how well that roofline predicts GPUs it was not fitted on.
+            text += "; " + self.r.hardware.roofline_error_note(sc.dtype, sc.kv_dtype)
         tally = self.tables.tally
         uploads = [name for kind, name in (("upload_gemm", "GEMM"),
                                            ("upload_attention", "attention"))

@@ -130,6 +130,10 @@ def resolve(scenario: Scenario) -> Resolved:
     model = scenario.custom_model or _pick(model_presets(), scenario.model, "model")
     mech = apply_drafter(_pick(mechanism_presets(), scenario.mechanism, "mechanism"),
                          scenario.custom_drafter)
+    # Which engines run on a GPU is the preset's (data/hardware.csv `engines`).
+    engine_problem = hw.engine_problem(scenario.engine)
+    if engine_problem is not None:
+        raise ScenarioError("engine", engine_problem)
     if scenario.hardware_overrides is not None:
         hw = scenario.hardware_overrides.apply(hw)
     # Uncovered calls are priced on the roofline fitted on the scenario's engine's tables.

@@ -9,8 +9,14 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from explorer.base.dtypes import BYTES_PER_ELEMENT, FP8_LIKE
+from explorer.base.engines import ENGINE_NAMES, SERVING_ENGINES, ServingEngine
 
-Vendor = Literal["nvidia", "amd"]
+Vendor = Literal["nvidia", "amd", "intel"]
+# How the hardware selector and the presets listing group the GPUs, in this order
+# (data/hardware.csv `group`).
+HARDWARE_GROUPS: tuple[str, ...] = (
+    "NVIDIA datacenter", "NVIDIA workstation/inference", "AMD", "Intel")
+VENDOR_NAMES: dict[str, str] = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel"}
 
 
 class GemmRooflineFit(BaseModel):
@@ -119,6 +125,8 @@ class HardwareSpec(BaseModel):
     bf16_flops_per_s: float = Field(gt=0, description="dense BF16 peak, FLOP/s")
     fp8_flops_per_s: float | None = Field(default=None, gt=0, description="dense FP8 peak, FLOP/s")
     fp4_flops_per_s: float | None = Field(default=None, gt=0, description="dense FP4 peak, FLOP/s")
+    fp6_flops_per_s: float | None = Field(default=None, gt=0, description="dense FP6 peak, "
+                                          "FLOP/s (shown; no FP6 dtype is modelled)")
     hbm_bytes: float = Field(gt=0, description="HBM capacity, bytes")
     hbm_bw_bytes_per_s: float = Field(gt=0, description="HBM bandwidth, bytes/s")
     link_bw_bytes_per_s: float = Field(gt=0, description="per-GPU one-way link bandwidth, bytes/s")
@@ -133,12 +141,48 @@ class HardwareSpec(BaseModel):
     spec_source: str = ""
     fit_source: str = ""
     assumptions: str = ""
+    architecture: str = Field(default="", description="kernel generation (hopper, blackwell, "
+                              "cdna4, …): a GPU uses the roofline fitted on its architecture's "
+                              "GPUs where one was, else the one fitted on all")
+    group: str = Field(default="", description="selector group (HARDWARE_GROUPS)")
+    engines: tuple[ServingEngine, ...] = Field(
+        default=SERVING_ENGINES, description="the serving engines that run on this GPU")
+    engines_source: str = ""
     # The per-dtype roofline fitted across GPUs (data/roofline_fit.csv), for the calls no
     # measured table covers, one per engine whose tables it was fitted on; empty: the single-η
     # hard-max roofline above. A resolved scenario's hardware keeps only its engine's
     # (for_engine).
     gemm_fits: tuple[GemmRooflineFit, ...] = ()
     attention_fits: tuple[AttentionRooflineFit, ...] = ()
+
+    def engine_problem(self, engine: str) -> str | None:
+        """Why `engine` cannot serve on this GPU (None: it can), naming both and what does."""
+        if engine in self.engines:
+            return None
+        offered = ", ".join(ENGINE_NAMES.get(e, e) for e in self.engines)
+        return (f"{ENGINE_NAMES.get(engine, engine)} does not run on {self.name} "
+                f"({VENDOR_NAMES[self.vendor]}); engines that do: {offered}")
+
+    def roofline_error_note(self, dtype: str, kv_dtype: str) -> str:
+        """For a GPU without measured tables: the roofline that prices its kernels at the
+        scenario's dtypes and that roofline's cross-validated (leave-one-GPU-out) error."""
+        gemm, att = self.gemm_fit(dtype), self.attention_fit(kv_dtype)
+        parts = []
+        if gemm is not None:
+            parts.append(f"GEMM {dtype} {gemm.loo_mape:.1%} ({gemm.engine} tables)")
+        if att is not None:
+            parts.append(f"decode attention {kv_dtype} KV {att.loo_mape:.1%} "
+                         f"({att.engine} tables)")
+        fit = gemm or att
+        if fit is None:
+            return ("no measured tables: single-η roofline from spec sheet (no cross-validated "
+                    "error)")
+        other_vendor = (f"; no {VENDOR_NAMES[self.vendor]} GPU has tables to check it"
+                        if fit.vendor != self.vendor else "")
+        return (f"no measured tables: roofline from spec sheet (fitted on "
+                f"{VENDOR_NAMES[fit.vendor]} GPUs {fit.gpus.replace(' ', ', ')}, carried here "
+                f"by this GPU's spec-sheet peaks and bandwidth{other_vendor}); its "
+                f"leave-one-GPU-out error: {', '.join(parts)}")
 
     def gemm_fit(self, dtype: str, engine: str | None = None) -> GemmRooflineFit | None:
         """The engine's own fit at a dtype, else the lowest-LOO engine's (`best`)."""

@@ -86,6 +86,9 @@ class Setting:
     presets: PresetTable | None = None  # choices are this preset table's slugs…
     preset_roles: tuple[str, ...] = ()  # …of models in these roles only (draft, target)…
     preset_of: tuple[str, str] | None = None  # …whose attribute is another setting's value
+    # The options that the preset another setting picks lists in an attribute (table,
+    # attribute, that setting's key): the engines of the chosen GPU.
+    options_of: tuple[PresetTable, str, str] | None = None
     view_range: tuple[float, float] | None = None  # a continuous widget's and link's range
     step: float | None = None
     bounds: tuple[float | None, float | None] = (None, None)  # the Scenario's ge / le
@@ -198,8 +201,10 @@ SETTINGS: tuple[Setting, ...] = (
             field="engine", description="serving engine: its measured kernel tables and its "
             "profile (step and draft-forward overheads, CUDA-graph sizes)",
             help="The engine whose measured kernels (aiconfigurator-core) and fixed costs "
-            "(data/engines.csv) price each step.",
-            options=SERVING_ENGINES, flag="--engine"),
+            "(data/engines.csv) price each step. Only the engines that run on the chosen "
+            "GPU are offered (data/hardware.csv `engines`).",
+            options=SERVING_ENGINES, options_of=("hardware", "engines", "hw"),
+            flag="--engine"),
     # Acceptance: view settings of the composite Scenario.acceptance (see view_state.py).
     Setting("acc", "acceptance source", "AL source", str, "prior", "Acceptance",
             help="prior: the mechanism's prior fitted to published curves; alpha: i.i.d. α; "

@@ -10,7 +10,8 @@ from typing import Any
 import streamlit as st
 
 from explorer.interfaces import view_state as us
-from explorer.presets import model_presets, sample_curves
+from explorer.presets import hardware_presets, model_presets, sample_curves
+from explorer.specs.hardware import HARDWARE_GROUPS
 from explorer.specs.settings import SETTINGS, Setting
 from explorer.ui.text import md_text
 
@@ -66,8 +67,20 @@ def reset_overrides() -> None:
 
 
 def _options(s: Setting, v: dict[str, Any]) -> list[Any]:
-    """The choices the widget offers now (preset tables filtered to what fits the others)."""
-    return us.offered(s, v)
+    """The choices the widget offers now (preset tables filtered to what fits the others);
+    GPUs in their selector groups' order (a selectbox cannot group, so the label says it)."""
+    options = us.offered(s, v)
+    if s.presets == "hardware":
+        hw = hardware_presets()
+        rank = {g: i for i, g in enumerate(HARDWARE_GROUPS)}
+        options.sort(key=lambda o: rank.get(getattr(hw.get(o), "group", ""), len(rank)))
+    return options
+
+
+def _group_label(s: Setting, option: Any, label: str) -> str:
+    """'NVIDIA datacenter · H200 SXM': a GPU's selector group before its name."""
+    group = getattr(hardware_presets().get(option), "group", "") if s.presets == "hardware" else ""
+    return f"{group} · {label}" if group else label
 
 
 def _preset_value(s: Setting, v: dict[str, Any]) -> str:
@@ -127,13 +140,18 @@ def _widget(s: Setting, v: dict[str, Any]) -> Any:
         return sb.number_input(s.label, float(lo), float(hi), float(s.default),
                                float(s.step or 1), **common)
     options = _options(s, v)
-    if st.session_state.get(s.key, s.default) not in options:  # choices follow other settings
+    current = st.session_state.get(s.key, s.default)
+    if current not in options:  # choices follow other settings
+        if s.options_of is not None:  # an engine the chosen GPU does not run: say so
+            reason = us.why_not(s, current, v)
+            sb.warning(md_text(f"{s.label}: {reason}; using {s.default}."),
+                       icon=":material/warning:")
         st.session_state[s.key] = s.default
     fmt = _format(s, v)
     if named:  # the "none" choice (no draft model) keeps its label
         labels = us.preset_labels(s, [o for o in options if o != s.none_value])
         plain = fmt
-        fmt = lambda x: labels.get(x) or plain(x)  # noqa: E731
+        fmt = lambda x: _group_label(s, x, labels.get(x) or plain(x))  # noqa: E731
     if s.kind == "radio":
         return sb.radio(s.label, options, horizontal=True, format_func=fmt, **common)
     if s.kind == "select_slider":

@@ -42,6 +42,11 @@ HARDWARE_COLUMNS = [
     "spec_source",
     "fit_source",
     "assumptions",
+    "fp6_dense_tflops",
+    "architecture",
+    "group",
+    "engines",
+    "engines_source",
 ]
 MODEL_COLUMNS = [
     "slug",
@@ -111,7 +116,11 @@ CURVE_COLUMNS = [
     "family",
 ]
 
-HARDWARE_SLUGS = {"h100", "h200", "b200", "gb200", "mi300x"}
+HARDWARE_SLUGS = {"h100", "h200", "b200", "gb200", "mi300x",
+                  # issue 26: every GPU the pinned package has a system file for, AMD's current
+                  # parts and Intel's Arc Pro B60
+                  "gb300", "h100-pcie", "a100-pcie", "a30", "l4", "rtx-pro-6000", "arc-pro-b60",
+                  "mi325x", "mi350x", "mi355x"}
 MODEL_SLUGS = {
     "llama-3.1-8b",
     "llama-3.1-70b",
@@ -195,10 +204,28 @@ def test_mechanisms_are_exactly_the_six() -> None:
     assert set(by_slug("mechanisms.csv")) == MECHANISM_SLUGS
 
 
-def test_hardware_vendor_is_nvidia_or_amd() -> None:
+def test_hardware_vendor_is_nvidia_amd_or_intel() -> None:
     vendors = {slug: row["vendor"] for slug, row in by_slug("hardware.csv").items()}
-    assert set(vendors.values()) <= {"nvidia", "amd"}
+    assert set(vendors.values()) <= {"nvidia", "amd", "intel"}
     assert vendors["mi300x"] == "amd" and vendors["h200"] == "nvidia"
+    assert vendors["mi355x"] == "amd" and vendors["arc-pro-b60"] == "intel"
+
+
+def test_engines_per_gpu_are_data_with_a_source() -> None:
+    """Which engines run on a GPU: TensorRT-LLM on NVIDIA only; every GPU runs vLLM (the
+    default engine, which the app falls back to)."""
+    known = {"vllm", "sglang", "trtllm"}
+    groups = {"NVIDIA datacenter", "NVIDIA workstation/inference", "AMD", "Intel"}
+    for slug, r in by_slug("hardware.csv").items():
+        engines = set(r["engines"].split())
+        assert engines <= known and "vllm" in engines, slug
+        assert ("trtllm" in engines) == (r["vendor"] == "nvidia"), slug
+        assert r["engines_source"].strip(), f"{slug}: engines_source empty"
+        assert r["group"] in groups and r["group"].split()[0].lower() == r["vendor"], slug
+        assert r["architecture"], slug
+    rows = by_slug("hardware.csv")
+    for slug in ("mi325x", "mi350x", "mi355x"):
+        assert rows[slug]["engines"].split() == ["vllm", "sglang"]
 
 
 def test_mechanism_behaviour_columns() -> None:
@@ -237,12 +264,15 @@ def test_hardware_efficiencies_in_unit_interval_and_units_plausible() -> None:
             value = float(r[col])
             assert 0.0 < value <= 1.0, f"{slug}.{col} = {value}"
         bf16 = float(r["bf16_dense_tflops"])
-        assert 100 <= bf16 <= 5000, f"{slug}: bf16 TFLOPS {bf16}"
+        assert 50 <= bf16 <= 5000, f"{slug}: bf16 TFLOPS {bf16}"  # Arc Pro B60: 98.3
         if r["fp8_dense_tflops"]:
             assert float(r["fp8_dense_tflops"]) == pytest.approx(2 * bf16, rel=0.05)
         if r["fp4_dense_tflops"]:
             assert float(r["fp4_dense_tflops"]) >= 2 * bf16
-        assert 0.5 <= float(r["hbm_tb_per_s"]) <= 10
+        if r["fp6_dense_tflops"]:  # FP6 runs at the FP8 rate (NVIDIA) or the FP4 rate (AMD)
+            assert float(r["fp6_dense_tflops"]) in (float(r["fp8_dense_tflops"]),
+                                                    float(r["fp4_dense_tflops"] or 0))
+        assert 0.2 <= float(r["hbm_tb_per_s"]) <= 10  # L4: 0.3 TB/s GDDR6
         assert 10 <= float(r["hbm_gb"]) <= 400
         assert 0 < float(r["link_gb_per_s"]) <= 1000, "one-way link bandwidth in GB/s"
         assert 1 <= float(r["kernel_floor_us"]) <= 50
@@ -495,3 +525,55 @@ def test_draft_heads_name_known_presets_and_a_source() -> None:
         assert r["same_weights"] in ("yes", "no") and r["checkpoint"] and r["source"].strip(), i
     for r in mech.values():
         assert r["training_source"].strip(), r["slug"]
+
+
+# Presets whose spec figures are read from the pinned aiconfigurator-core's system files.
+PACKAGE_SYSTEM_FILES = {"gb300": "gb300", "h100-pcie": "h100_pcie", "a100-pcie": "a100_pcie",
+                        "a30": "a30", "l4": "l4", "rtx-pro-6000": "rtx_pro_6000_server",
+                        "arc-pro-b60": "b60"}
+
+
+@pytest.mark.parametrize(("slug", "system"), sorted(PACKAGE_SYSTEM_FILES.items()))
+def test_spec_figures_are_the_package_system_files(slug: str, system: str) -> None:
+    """Peaks, memory and bandwidth as the package's systems/<system>.yaml gives them (its
+    file is the row's cited source); FP8 only where the GPU has FP8 tensor cores."""
+    yaml = pytest.importorskip("yaml")
+    from explorer.kernel_tables.catalog import data_root
+
+    root = data_root()
+    if root is None:
+        pytest.skip("aiconfigurator-core is not installed")
+    gpu = yaml.safe_load((root.parent / f"{system}.yaml").read_text(encoding="utf-8"))["gpu"]
+    r = by_slug("hardware.csv")[slug]
+    assert f"systems/{system}.yaml" in r["spec_source"]
+    assert float(r["bf16_dense_tflops"]) == pytest.approx(gpu["bfloat16_tc_flops"] / 1e12,
+                                                          rel=1e-3)
+    assert float(r["hbm_tb_per_s"]) == pytest.approx(gpu["mem_bw"] / 1e12, rel=1e-3)
+    assert float(r["hbm_gb"]) == pytest.approx(gpu["mem_capacity"] / 1e9, rel=1e-3)
+    native_fp8 = gpu.get("fp8_tc_flops", 0) > gpu["bfloat16_tc_flops"]  # B60: falls back
+    assert bool(r["fp8_dense_tflops"]) == native_fp8
+    if native_fp8:
+        assert float(r["fp8_dense_tflops"]) == pytest.approx(gpu["fp8_tc_flops"] / 1e12,
+                                                             rel=1e-3)
+    if "fp4_tc_flops" in gpu:
+        assert float(r["fp4_dense_tflops"]) == pytest.approx(gpu["fp4_tc_flops"] / 1e12,
+                                                             rel=1e-3)
+
+
+def test_amd_rows_carry_the_spec_sheet_figures() -> None:
+    """MI325X: MI300X compute with 256 GB / 6 TB/s; MI350X: the MI355X silicon at 2200 of
+    2400 MHz; both MI350 parts 288 GB / 8 TB/s with FP6 at the FP4 rate."""
+    hw = by_slug("hardware.csv")
+    for col in ("bf16_dense_tflops", "fp8_dense_tflops"):
+        assert hw["mi325x"][col] == hw["mi300x"][col]
+    assert (float(hw["mi325x"]["hbm_gb"]), float(hw["mi325x"]["hbm_tb_per_s"])) == (256, 6)
+    mi355, mi350 = hw["mi355x"], hw["mi350x"]
+    assert [float(mi355[c]) for c in ("bf16_dense_tflops", "fp8_dense_tflops",
+                                      "fp6_dense_tflops", "fp4_dense_tflops")] == [
+        2500, 5000, 10100, 10100]
+    assert float(mi350["bf16_dense_tflops"]) == pytest.approx(2400e6 * 512 * 2 * 1024 / 1e12
+                                                              * 2200 / 2400, rel=1e-4)
+    assert float(mi350["fp4_dense_tflops"]) * 2 == pytest.approx(18450, rel=1e-3)  # sparse
+    for row in (mi350, mi355):
+        assert (float(row["hbm_gb"]), float(row["hbm_tb_per_s"])) == (288, 8)
+        assert "SECONDARY" in row["spec_source"]  # the per-link Infinity Fabric figure

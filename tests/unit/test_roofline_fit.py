@@ -24,11 +24,25 @@ from explorer.specs.hardware import HardwareOverrides
 from tests.support.paths import ROOT
 
 
-def test_nvidia_presets_carry_a_fit_per_dtype_and_amd_keeps_the_single_eta_roofline():
+def test_every_preset_carries_a_fit_per_dtype_by_its_architecture():
     hw = hardware_presets()
-    for slug in ("h100", "h200", "b200", "gb200", "b300", "a100", "l40s"):
+    for slug in hw:
         assert {f.dtype for f in hw[slug].gemm_fits} == {"bf16", "fp8", "fp8_block", "fp4"}
-    assert hw["mi300x"].gemm_fits == () and hw["mi300x"].attention_fits == ()
+    # A GPU of a fitted architecture takes its architecture's fit (GB300, H100 PCIe); one
+    # without a sibling with tables takes the fit on all GPUs, as the leave-one-GPU-out rule
+    # `same architecture` trains a GPU without a sibling on all the others (AMD, RTX PRO 6000,
+    # whose sm_120 is not the datacenter Blackwell SM).
+    assert hw["gb300"].gemm_fit("bf16", "vllm").gpus == "b200 gb200 b300"
+    assert hw["h100-pcie"].gemm_fit("bf16", "vllm").gpus == "h100 h200"
+    for slug in ("mi300x", "mi355x", "rtx-pro-6000", "a30"):
+        fit = hw[slug].gemm_fit("bf16", "vllm")
+        assert fit is not None and set(fit.gpus.split()) == {
+            "h100", "h200", "b200", "gb200", "b300", "a100", "l40s"}
+    # A GPU without tables says which roofline prices it and its cross-validated error.
+    fit = hw["mi355x"].gemm_fit("bf16")
+    note = hw["mi355x"].roofline_error_note("bf16", "bf16")
+    assert note.startswith("no measured tables: roofline from spec sheet")
+    assert f"GEMM bf16 {fit.loo_mape:.1%}" in note and "no AMD GPU has tables" in note
     # Hopper GPUs use the fit on Hopper tables where one was recorded for their architecture.
     bf16 = hw["h100"].gemm_fit("bf16")
     assert bf16 is not None and "h100" in bf16.gpus.split()

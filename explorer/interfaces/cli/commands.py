@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from explorer.analysis.codesign import GroupAt, codesign
 from explorer.analysis.evaluate import evaluate
+from explorer.analysis.hardware_catalogue import hardware_catalogue
 from explorer.analysis.kernel_points import attention_points, gemm_points, moe_points
 from explorer.analysis.recommend import recommend
 from explorer.analysis.sweep import sweep
@@ -200,20 +202,33 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    data = {
-        "hardware": {k: v.name for k, v in hardware_presets().items()},
+    catalogue = hardware_catalogue()  # in the selector's group order
+    data: dict[str, Any] = {
+        "hardware": {e.slug: e.name for e in catalogue},
         "models": {k: f"{v.name} ({v.role})" for k, v in model_presets().items()},
         "mechanisms": {k: v.name for k, v in mechanism_presets().items()},
         "al_curves": list(sample_curves()),
+        # What is measured and what is modelled per GPU, and the engines that run on it.
+        "hardware_kernels": {e.slug: {"group": e.group, "engines": list(e.engines),
+                                      "measured": e.measured, "kernels": e.kernels}
+                             for e in catalogue},
     }
     if args.json:
         print_json(data)
         return 0
-    for group, items in data.items():
-        print(f"{group}:")
+    print("hardware:")
+    group = None
+    for e in catalogue:
+        if e.group != group:
+            group = e.group
+            print(f"  [{group}]")
+        print(f"  {e.slug:<18} {e.name} (engines: {', '.join(e.engines)}; {e.kernels})")
+    for name in ("models", "mechanisms", "al_curves"):
+        items = data[name]
+        print(f"{name}:")
         if isinstance(items, dict):
-            for slug, name in items.items():
-                print(f"  {slug:<18} {name}")
+            for slug, text in items.items():
+                print(f"  {slug:<18} {text}")
         else:
             for key in items:
                 print(f"  {key}")
