@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from explorer.analysis.hardware_catalogue import HardwareEntry, hardware_catalogue
 from explorer.analysis.roofline_check import (
     ROOFLINE_TARGET_MAPE,
     ModelVsMeasured,
@@ -40,20 +41,38 @@ def render() -> None:
     st.caption("Spec-sheet numbers and fitted efficiencies per GPU, model shapes, mechanism "
                "priors. Values marked as assumptions have no published source.")
     st.subheader("Hardware")
+    st.caption("Grouped as the hardware selector groups them. *kernels*: what prices the GPU's "
+               "kernels — the pinned aiconfigurator-core's measured tables, or, for a GPU it "
+               "never measured, the roofline from its spec sheet with that roofline's "
+               "cross-validated error. *engines*: the serving engines that run on it "
+               "(data/hardware.csv `engines`; only these are offered).")
+    catalogue = {e.slug: e for e in _catalogue()}
+    presets = hardware_presets()
+    ordered = [presets[slug] for slug in catalogue]
     st.dataframe(pd.DataFrame([{
-        "preset": h.slug, "name": h.name, "vendor": h.vendor,
+        "group": h.group, "preset": h.slug, "name": h.name, "vendor": h.vendor,
+        "architecture": h.architecture, "engines": ", ".join(h.engines),
+        "kernels": catalogue[h.slug].kernels,
         "BF16 TFLOP/s": h.bf16_flops_per_s / 1e12,
+        "FP8 TFLOP/s": h.fp8_flops_per_s / 1e12 if h.fp8_flops_per_s else None,
+        "FP6 TFLOP/s": h.fp6_flops_per_s / 1e12 if h.fp6_flops_per_s else None,
+        "FP4 TFLOP/s": h.fp4_flops_per_s / 1e12 if h.fp4_flops_per_s else None,
         "HBM GB": h.hbm_bytes / 1e9, "HBM TB/s": h.hbm_bw_bytes_per_s / 1e12,
+        "link GB/s (one way)": h.link_bw_bytes_per_s / 1e9,
         "η GEMM compute": h.gemm_compute_efficiency, "η GEMM memory": h.gemm_memory_efficiency,
         "η attn compute": h.attention_compute_efficiency,
         "η attn memory": h.attention_memory_efficiency, "kernel floor µs": h.kernel_floor_s * 1e6,
         "step overhead µs": h.step_overhead_s * 1e6, "spec source": h.spec_source,
-        "fit source": h.fit_source, "assumptions": h.assumptions,
-    } for h in hardware_presets().values()]), hide_index=True,
-        column_config={k: WIDE for k in ("spec source", "fit source", "assumptions")})
-    _full_text("Hardware", [(h.slug, {"spec source": h.spec_source, "fit source": h.fit_source,
+        "fit source": h.fit_source, "engines source": h.engines_source,
+        "assumptions": h.assumptions,
+    } for h in ordered]), hide_index=True,
+        column_config={k: WIDE for k in ("kernels", "spec source", "fit source",
+                                         "engines source", "assumptions")})
+    _full_text("Hardware", [(h.slug, {"kernels": catalogue[h.slug].kernels,
+                                      "spec source": h.spec_source, "fit source": h.fit_source,
+                                      "engines": f"{', '.join(h.engines)} ({h.engines_source})",
                                       "assumptions": h.assumptions})
-                            for h in hardware_presets().values()])
+                            for h in ordered])
     _roofline_section()
     st.subheader("Models")
     st.dataframe(pd.DataFrame([{
@@ -89,6 +108,11 @@ def render() -> None:
         "value": e.value_text(k),
         "assumption": "yes" if k in e.assumptions else "no", "source": e.sources.get(k, ""),
     } for e in engine_profiles().values() for k in e.sources]), hide_index=True)
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def _catalogue() -> tuple[HardwareEntry, ...]:
+    return hardware_catalogue()
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -127,7 +151,8 @@ def _roofline_section() -> None:
         "target": "met" if sc.meets_target else "missed", "why": sc.why,
     } for sc in scores]), hide_index=True)
     rows = []
-    for slug in hardware_presets():
+    catalogue = {e.slug: e for e in _catalogue()}
+    for slug in catalogue:
         errs = hardware_cv_errors(slug)
         row: dict[str, str] = {"preset": slug}
         for e in errs:  # one cell per (kind, dtype): each engine's error
@@ -135,9 +160,8 @@ def _roofline_section() -> None:
             cell = f"{e.engine} {e.mape_serving:.1%}"
             row[label] = f"{row[label]} · {cell}" if label in row else cell
         if not errs:
-            row["note"] = ("no measured tables: the rule is carried by spec sheet, its error "
-                           "here is unknown" if SYSTEM_FOR_PRESET.get(slug) is None
-                           else "not held out")
+            row["note"] = (catalogue[slug].kernels if not catalogue[slug].measured
+                           else "measured tables, not held out (not among the GPUs fitted)")
         rows.append(row)
     st.caption("Each hardware preset's cross-validated error per engine (the roofline fitted "
                "on that engine's tables without it; "

@@ -198,7 +198,14 @@ def test_preset_selects_show_names_and_the_link_keeps_slugs():
     at = run_app(hw="h100", m="llama-3.1-8b", v="1")  # an old link opens as it did
     hw, m, mech = at.selectbox(key="hw"), at.selectbox(key="m"), at.selectbox(key="mech")
     assert (hw.value, m.value, mech.value) == ("h100", "llama-3.1-8b", "eagle3")
-    assert hardware_presets()["h200"].name in hw.options and "h200" not in hw.options
+    # Each GPU shows its selector group before its name (a selectbox cannot group): NVIDIA
+    # datacenter, NVIDIA workstation/inference, AMD, Intel, in that order.
+    assert f"NVIDIA datacenter · {hardware_presets()['h200'].name}" in hw.options
+    assert "h200" not in hw.options
+    groups = [o.split(" · ")[0] for o in hw.options]
+    assert list(dict.fromkeys(groups)) == ["NVIDIA datacenter", "NVIDIA workstation/inference",
+                                           "AMD", "Intel"]
+    assert "AMD · MI355X" in hw.options and "Intel · Arc Pro B60" in hw.options
     assert model_presets()["llama-3.1-70b"].name in m.options
     assert mechanism_presets()["eagle3"].name in mech.options
     assert metric(at, "Speedup") == speedup_of(hardware="h100", model="llama-3.1-8b")

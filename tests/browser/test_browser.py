@@ -218,9 +218,9 @@ def test_preset_selects_show_names_and_write_slugs_into_the_link(chromium, app_u
     page.goto(app_url + "/?hw=h100&v=1")  # a link from before names were shown
     settle(page)
     box = page.get_by_role("combobox", name="Hardware")
-    assert box.input_value() == "H100 SXM"
+    assert box.input_value() == "NVIDIA datacenter · H100 SXM"  # its selector group first
     box.click()
-    page.get_by_role("option", name="B200 HGX (1000 W)").click()
+    page.get_by_role("option", name="NVIDIA datacenter · B200 HGX (1000 W)").click()
     settle(page)
     assert re.search(r"[?&]hw=b200(&|$)", page.url), page.url
     assert "B200" not in page.url
