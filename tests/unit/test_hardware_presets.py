@@ -84,6 +84,9 @@ def test_tensorrt_llm_on_mi355x_is_refused_naming_the_flag_and_the_gpu():
     # on an NVIDIA GPU the same flag runs
     assert run("evaluate", "--hardware", "gb300", "--model", "llama-3.1-8b", "--engine",
                "trtllm", "--json")[0] == 0
+    code, _, err = run("kernel", "gemm", "--m", "8", "--n", "4096", "--k", "4096",
+                       "--hardware", "mi355x", "--engine", "trtllm")
+    assert code == 2 and err.startswith("error: argument --engine: TensorRT-LLM does not run")
     with pytest.raises(ScenarioError) as exc:
         evaluate(Scenario(hardware="arc-pro-b60", engine="sglang"))
     assert exc.value.field == "engine" and "Arc Pro B60" in exc.value.message

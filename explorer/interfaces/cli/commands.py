@@ -261,6 +261,9 @@ def _kernel_lists(args: argparse.Namespace, flags: tuple[str, ...]) -> dict[str,
 
 def cmd_kernel(args: argparse.Namespace) -> int:
     hw = _hardware(args.hardware)
+    problem = hw.engine_problem(args.engine)  # data/hardware.csv `engines`
+    if problem is not None:
+        raise UsageError(f"argument --engine: {problem}")
     if args.kernel == "gemm":
         v = _kernel_lists(args, ("m", "n", "k"))
         points = gemm_points(hw, args.engine, v["m"], v["n"], v["k"], args.dtype)
