@@ -42,3 +42,27 @@ def test_the_scenario_a_page_falls_back_to_names_the_engine():
         assert exc.field == "engine"
     else:  # pragma: no cover - the check must refuse it
         raise AssertionError("TensorRT-LLM on MI355X was evaluated")
+
+
+def _sources_page() -> None:
+    from explorer.ui import sources_page
+
+    sources_page.render()
+
+
+def test_presets_page_lists_each_gpu_with_what_is_measured_and_what_is_modelled():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_sources_page).run(timeout=120)
+    assert not at.exception
+    hw = next(df.value for df in at.dataframe if "kernels" in df.value.columns)
+    rows = hw.set_index("preset")
+    for slug in ("gb300", "rtx-pro-6000", "arc-pro-b60"):
+        assert rows.loc[slug, "kernels"].startswith("measured tables: aiconfigurator-core")
+    for slug in ("h100-pcie", "a100-pcie", "a30", "l4", "mi325x", "mi350x", "mi355x"):
+        assert rows.loc[slug, "kernels"].startswith("no measured tables: roofline from spec "
+                                                    "sheet"), slug
+    assert rows.loc["mi355x", "engines"] == "vllm, sglang"
+    assert rows.loc["mi355x", "FP6 TFLOP/s"] == 10100
+    groups = list(dict.fromkeys(hw.group))
+    assert groups == ["NVIDIA datacenter", "NVIDIA workstation/inference", "AMD", "Intel"]
