@@ -227,6 +227,6 @@ def test_preset_selects_show_names_and_write_slugs_into_the_link(chromium, app_u
     speedup = metric_text(page, "Speedup")
     page.reload()
     settle(page)
-    assert box.input_value() == "B200 HGX (1000 W)"
+    assert box.input_value() == "NVIDIA datacenter · B200 HGX (1000 W)"
     assert metric_text(page, "Speedup") == speedup
     page.close()
