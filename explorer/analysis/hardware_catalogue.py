@@ -5,6 +5,7 @@ selector group. The `presets` command and the Presets & sources page list these 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -40,6 +41,7 @@ def _measured_text(hw: HardwareSpec, system: str) -> str:
 SERVING_MIN_DIM = 1024
 
 
+@lru_cache(maxsize=8)
 def other_vendor_error(fit_vendor: str, dtype: str = "bf16") -> tuple[str, str, float] | None:
     """How the roofline fitted on `fit_vendor`'s GPUs misses a GPU of another vendor that has
     measured tables (none of them was fitted on): (its name, engine, MAPE on serving shapes)
