@@ -18,7 +18,9 @@ from explorer.calibration.bench_backout import BenchBackOut
 from explorer.export.bench_compare import BenchComparison, applied, back_out, compare
 from explorer.export.bench_plan import PLAN_KEYS, BenchPlan, bench_plan, bench_script
 from explorer.measured.bench_results import BenchFile, parse_bench_bytes
+from explorer.measured.published_tables import parse_published
 from explorer.specs.hardware import HardwareOverrides
+from explorer.specs.measured import ParseResult, Problem
 from explorer.specs.scenario import Scenario
 from explorer.ui.text import md_text
 
@@ -90,15 +92,27 @@ def bench_files() -> dict[str, BenchFile]:
     return st.session_state.setdefault(BENCH_FILES, {})  # type: ignore[no-any-return]
 
 
-def _ingest() -> None:
+def _ingest(datasets: dict[str, ParseResult]) -> None:
+    """on_change of the uploader: benchmark results go to this section; an InferenceX golden
+    AL YAML or a vLLM profile cache becomes a dataset of the page (an AL source, a step table).
+    A bad file never replaces loaded data."""
     uploads = st.session_state.get("bench_upload") or []
-    errors = []
+    errors: list[tuple[str, str, str, tuple[Problem, ...]]] = []
     for up in uploads:
-        f = parse_bench_bytes(up.name, up.getvalue())
+        data = up.getvalue()
+        published = parse_published(up.name, data)
+        if published is not None:
+            if published.ok:
+                datasets[up.name] = published
+            else:
+                errors.append((up.name, published.format, published.summary,
+                               published.errors))
+            continue
+        f = parse_bench_bytes(up.name, data)
         if f.ok:
             bench_files()[up.name] = f
         else:
-            errors.append(f)
+            errors.append((f.file, f.format, f.summary, f.errors))
     st.session_state[BENCH_ERRORS] = errors
 
 
@@ -132,22 +146,27 @@ def backout_frame(b: BenchBackOut) -> pd.DataFrame:
     })
 
 
-def render_results(scenario: Scenario, overrides_key: str) -> None:
+def render_results(scenario: Scenario, overrides_key: str,
+                   datasets: dict[str, ParseResult]) -> None:
     """Measured-data page section: benchmark result files vs the prediction, and the step terms
     backed out of them, applied to the explorer through the page's calibrated-hardware state
-    (`overrides_key`), which saved scenarios and their links carry."""
+    (`overrides_key`), which saved scenarios and their links carry. Published tables uploaded
+    here join the page's `datasets`."""
     st.subheader("Benchmark results vs the prediction")
     st.caption("Result files of the runs the Export panel plans: `vllm bench serve` "
                "(--save-result JSON), `sglang.bench_serving` (--output-file JSON lines), "
                "`trtllm-bench` (--report_json) or AIPerf (profile_export_aiperf.json). Keep the "
                "plan's file names (bench_<engine>_b<B>_d<D>_al<AL>…): they say what the file "
-               "does not.")
+               "does not. Published tables too: an InferenceX golden AL curve "
+               "(golden_al_distribution/*.yaml) becomes an AL source, a vLLM adaptive-"
+               "verification profile cache (adaptive_verification/profile_*.json) a step table.")
     st.file_uploader("Upload benchmark results", key="bench_upload", on_change=_ingest,
-                     type=["json", "jsonl"], accept_multiple_files=True)
-    for f in st.session_state.get(BENCH_ERRORS) or []:
+                     args=(datasets,), type=["json", "jsonl", "yaml", "yml"],
+                     accept_multiple_files=True)
+    for fname, fmt, summary, problems in st.session_state.get(BENCH_ERRORS) or []:
         lines = [f"- line {p.row if p.row is not None else '—'}, field "
-                 f"{md_text(p.field or '—')}: {md_text(p.message)}" for p in f.errors]
-        st.error(f"**{md_text(f.file)}** was not loaded ({f.format}): {md_text(f.summary)}\n\n"
+                 f"{md_text(p.field or '—')}: {md_text(p.message)}" for p in problems]
+        st.error(f"**{md_text(fname)}** was not loaded ({fmt}): {md_text(summary)}\n\n"
                  + "\n".join(lines))
     files = bench_files()
     if not files:

@@ -133,7 +133,7 @@ def render(scenario: Scenario | None) -> None:
             _calibration_section(loaded, scenario)
             _draft_section(loaded, scenario)
     if scenario is not None:
-        bench_ui.render_results(scenario, OVERRIDES)
+        bench_ui.render_results(scenario, OVERRIDES, datasets())
     model_upload.render()  # after the measured-data uploader, which stays the page's first
     _templates_section()
 

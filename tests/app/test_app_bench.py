@@ -71,3 +71,15 @@ def test_a_broken_result_file_is_named_and_nothing_is_loaded():
     assert any("was not loaded" in e.value and "throughput" in e.value and "fast" in e.value
                for e in at.error), [e.value for e in at.error]
     assert not at.session_state["bench_files"]
+
+
+@pytest.mark.slow
+def test_a_golden_al_yaml_uploaded_with_the_results_becomes_an_al_source():
+    at = run_app(**LINK)
+    goto(at, "data")
+    name = "inferencex_golden_al_kimik2.5_eagle3.yaml"
+    at.file_uploader(key="bench_upload").set_value(
+        [(name, (SAMPLES / name).read_bytes(), "application/yaml")]).run()
+    assert not at.exception
+    assert name in at.session_state["datasets"]
+    assert at.session_state["active_curve"] == f"{name}::0"  # offered as the AL source

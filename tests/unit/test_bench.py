@@ -312,3 +312,55 @@ def test_a_step_overhead_alone_keeps_the_hypothetical_hardware_reading():
     assert scenario_model(old).tables.no_tables is not None
     new = applied(SC, back_out(SC, vllm_comparison()))
     assert scenario_model(new).tables.no_tables is None  # fitted on the measured tables
+
+
+# --- published tables: InferenceX golden AL, vLLM adaptive-verification profile cache --------
+
+def test_an_inferencex_golden_al_yaml_becomes_al_curves():
+    from explorer.measured.published_tables import parse_published
+    name = "inferencex_golden_al_kimik2.5_eagle3.yaml"
+    r = parse_published(name, (SAMPLES / name).read_bytes())
+    assert r is not None and r.ok, [str(p) for p in r.problems] if r else None
+    on, off = r.curves
+    assert on.label == "kimi-k2.5-nvfp4 thinking_on" and on.mechanism == "eagle3"
+    assert on.draft_lens == tuple(range(1, 9))
+    assert on.acceptance_lengths == (1.83, 2.43, 2.88, 3.24, 3.46, 3.62, 3.71, 3.77)
+    assert off.acceptance_lengths[-1] == 3.51
+    assert "actions/runs/28122195822" in on.source_text and "coding" in on.source_text
+
+
+@pytest.mark.parametrize("text, field", [
+    ("m:\n  thinking_on:\n    1: 2.5\n", "m.thinking_on.1"),  # AL > 1 + D
+    ("m:\n  thinking_on:\n    x: 1.5\n", "m.thinking_on.x"),
+    ("m: [1, 2]\n", "m"),
+    ("m:\n  a: {1: 1.5\n", None),  # broken YAML
+])
+def test_a_bad_golden_al_yaml_is_named(text: str, field: str | None):
+    from explorer.measured.published_tables import parse_published
+    r = parse_published("golden.yaml", text.encode())
+    assert r is not None and not r.ok and not r.curves
+    if field is not None:
+        assert field in {p.field for p in r.errors}
+
+
+def test_a_vllm_profile_cache_becomes_a_whole_round_step_table():
+    from explorer.measured.published_tables import parse_published
+    name = "vllm_adaptive_verification_profile.json"
+    raw = (SAMPLES / name).read_bytes()
+    r = parse_published(name, raw)
+    assert r is not None and r.ok and r.step_timings is not None
+    doc = json.loads(raw)
+    k = doc["factors"]["profile"]["k"]
+    t = r.step_timings
+    assert t.includes_draft and set(t.draft_len) == {k}
+    verify = {n: ms for n, ms in doc["verify_curve"]}
+    draft = {n: ms for n, ms in doc["draft_curve"]}
+    for b, n, s in zip(t.batch, t.verify_tokens or (), t.step_time_s, strict=True):
+        assert n == b * (1 + k)
+        assert s == pytest.approx((verify[n] + draft[b]) * 1e-3)
+    # not a bench result: the result reader leaves it alone
+    assert parse_published("bench_vllm_b16_d0.json",
+                           (SAMPLES / "bench_vllm_b16_d0.json").read_bytes()) is None
+    bad = json.dumps({**doc, "verify_curve": [[8, 6.1], [4, 6.0]]}).encode()
+    r = parse_published(name, bad)
+    assert r is not None and not r.ok and "verify_curve[1]" in {p.field for p in r.errors}
