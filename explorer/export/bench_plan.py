@@ -348,11 +348,12 @@ SERVERS = {"vllm": _vllm_server, "sglang": _sglang_server, "trtllm": _trtllm_ser
 SUPPORTED = {"vllm": VLLM_METHOD, "sglang": SGLANG_ALGORITHM, "trtllm": TRTLLM_DECODING_TYPE}
 
 
-def _choice(scenario: Scenario) -> tuple[str, int, float, list[str]]:
-    """(mechanism, D, AL at D) to test: the recommendation at the scenario's B where it runs on
-    this engine, else the scenario's own mechanism at its D."""
+def _choice(scenario: Scenario, mechanism: str | None) -> tuple[str, int, float, list[str]]:
+    """(mechanism, D, AL at D) to test: the recommendation at the scenario's B (among all
+    mechanisms, or `mechanism`'s best D) where it runs on this engine, else the scenario's own
+    mechanism at its D."""
     notes: list[str] = []
-    rec = recommend(scenario)
+    rec = recommend(scenario, [mechanism] if mechanism else None)
     engine = scenario.engine
     best = rec.best
     if best is not None and best.mechanism in SUPPORTED[engine] and best.draft_len > 0:
@@ -361,20 +362,24 @@ def _choice(scenario: Scenario) -> tuple[str, int, float, list[str]]:
                          f"D = {best.draft_len}, {best.speedup:.2f}×) does not pay: the runs "
                          "check that prediction too.")
         return best.mechanism, best.draft_len, best.acceptance_length, notes
-    slug, d = scenario.mechanism, max(1, scenario.draft_len)
+    slug, d = mechanism or scenario.mechanism, max(1, scenario.draft_len)
+    if slug in rec.unavailable:
+        raise ValueError(f"'{slug}' is unavailable for {scenario.model}: {rec.unavailable[slug]}")
     if slug not in SUPPORTED[engine]:
         raise ValueError(f"mechanism '{slug}' has no speculative method in {engine}")
     sc = candidate(scenario, slug).model_copy(update={"draft_len": d})
     al = float(np.ravel(scenario_model(sc).acceptance(float(d)).acceptance_length)[0])
-    notes.append(f"The recommended mechanism does not run on {engine}: the runs test the "
-                 f"scenario's {slug} at D = {d}.")
+    why = ("nothing fits in memory at this batch" if best is None
+           else f"the recommendation ({best.mechanism_name}) does not run on {engine}")
+    notes.append(f"{why[0].upper()}{why[1:]}: the runs test {slug} at the scenario's D = {d}.")
     return slug, d, al, notes
 
 
-def bench_plan(scenario: Scenario) -> BenchPlan:
-    """The benchmark runs that check the prediction on the scenario's engine."""
+def bench_plan(scenario: Scenario, mechanism: str | None = None) -> BenchPlan:
+    """The benchmark runs that check the prediction on the scenario's engine: for the
+    recommended mechanism, or for `mechanism` at its best D."""
     engine = scenario.engine
-    slug, d, al_raw, notes = _choice(scenario)
+    slug, d, al_raw, notes = _choice(scenario, mechanism)
     al = round(min(max(al_raw, 1.0), 1.0 + d), 2)  # the engines take AL in [1, D+1]
     sc = candidate(scenario, slug)
     mech = resolve(sc).mechanism

@@ -88,6 +88,17 @@ def render_plan(scenario: Scenario, key: str = "export") -> None:
                          key=f"{key}_bench_json", on_click="ignore")
 
 
+@functools.lru_cache(maxsize=8)  # reruns of the page reuse it (a plan per engine costs ~1 s)
+def cached_compare(scenario_js: str, files: tuple[BenchFile, ...]) -> BenchComparison:
+    return compare(Scenario.model_validate_json(scenario_js), list(files))
+
+
+@functools.lru_cache(maxsize=8)
+def cached_back_out(scenario_js: str, files: tuple[BenchFile, ...], engine: str) -> BenchBackOut:
+    return back_out(Scenario.model_validate_json(scenario_js),
+                    cached_compare(scenario_js, files), engine)
+
+
 def bench_files() -> dict[str, BenchFile]:
     return st.session_state.setdefault(BENCH_FILES, {})  # type: ignore[no-any-return]
 
@@ -175,7 +186,7 @@ def render_results(scenario: Scenario, overrides_key: str,
         files.clear()
         st.rerun()
     try:
-        result = compare(scenario, list(files.values()))
+        result = cached_compare(scenario.model_dump_json(), tuple(files.values()))
     except (ScenarioError, ValueError) as exc:
         st.warning(md_text(str(exc)))
         return
@@ -187,7 +198,7 @@ def render_results(scenario: Scenario, overrides_key: str,
     engines = sorted({r.engine for r in result.rows})
     engine = scenario.engine if scenario.engine in engines else engines[0]
     try:
-        bo = back_out(scenario, result, engine)
+        bo = cached_back_out(scenario.model_dump_json(), tuple(files.values()), engine)
     except ValueError as exc:
         st.warning(md_text(str(exc)))
         return

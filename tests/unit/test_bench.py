@@ -109,9 +109,10 @@ def vllm_fields() -> dict[str, str]:
 def test_the_plans_vllm_speculative_config_keys_are_fields_of_vllm_speculative_config():
     fields = vllm_fields()
     assert "synthetic_acceptance_length" in fields and "rejection_sample_method" in fields
-    for slug in ("eagle3", "mtp", "dflash", "external", "ngram"):
-        sc = SC.model_copy(update={"mechanism": slug})
-        plan = bench_plan(sc)
+    methods = set()
+    for slug in ("eagle3", "dflash", "external", "ngram"):
+        plan = bench_plan(SC, slug)
+        assert plan.mechanism == slug
         for r in plan.runs:
             if not r.draft_len:
                 continue
@@ -119,8 +120,10 @@ def test_the_plans_vllm_speculative_config_keys_are_fields_of_vllm_speculative_c
             assert set(cfg) <= set(fields), set(cfg) - set(fields)
             assert cfg["rejection_sample_method"] in fields["rejection_sample_method"].split("|")
             assert cfg["method"] in fields["method"].split("|")
+            methods.add(cfg["method"])
             al = cfg["synthetic_acceptance_length"]
             assert isinstance(al, float) and 1.0 <= al <= r.draft_len + 1
+    assert methods == {"eagle3", "dflash", "draft_model", "ngram"}
 
 
 def test_expected_figures_are_the_models_step_at_the_forced_acceptance():
@@ -364,3 +367,9 @@ def test_a_vllm_profile_cache_becomes_a_whole_round_step_table():
     bad = json.dumps({**doc, "verify_curve": [[8, 6.1], [4, 6.0]]}).encode()
     r = parse_published(name, bad)
     assert r is not None and not r.ok and "verify_curve[1]" in {p.field for p in r.errors}
+
+
+def test_a_mechanism_the_target_lacks_is_refused_by_name(capsys):
+    rc, out, err = run_cli(["bench-plan", *FLAGS, "--mechanism", "mtp", "--json"], capsys)
+    assert rc == 2 and not out
+    assert err.startswith("error: argument --mechanism: 'mtp' is unavailable for llama-3.1-8b")

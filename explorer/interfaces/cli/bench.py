@@ -37,8 +37,8 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_bench_plan(args: argparse.Namespace) -> int:
     scenario = scenario_from_args(args)
-    try:
-        plan = bench_plan(scenario)
+    try:  # --mechanism given: that mechanism at its best D; else the recommendation
+        plan = bench_plan(scenario, getattr(args, "mechanism", None))
     except ValueError as exc:
         raise UsageError(f"argument --mechanism: {exc}") from None
     if args.script:
