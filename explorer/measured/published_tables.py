@@ -29,6 +29,7 @@ from explorer.base.quoting import quote
 from explorer.measured._bounds import check_json_shape, check_line_count
 from explorer.measured._entry import decode
 from explorer.measured._json import json_int, json_number, load_json
+from explorer.measured._mechanisms import infer_draft_style
 from explorer.measured._problems import Collector, finish
 from explorer.specs.measured import (
     AcceptanceCurve,
@@ -73,7 +74,7 @@ def parse_golden_al(name: str, text: str) -> ParseResult:
         return finish(GOLDEN_FORMAT, "", col)
     lname = name.lower()
     mech: Mechanism | None = next((m for hint, m in MECHANISM_HINTS if hint in lname), None)
-    style = None if mech is None else ("block" if mech in ("dspark", "dflash") else "chain")
+    style = infer_draft_style(mech)
     run = _comment(text, "Source GitHub Actions run")
     dataset = (_comment(text, "dataset") or "").split("|")[0].strip() or None
     source = GOLDEN_SOURCE + (f"; run {run}" if run else "")
