@@ -373,3 +373,29 @@ def test_a_mechanism_the_target_lacks_is_refused_by_name(capsys):
     rc, out, err = run_cli(["bench-plan", *FLAGS, "--mechanism", "mtp", "--json"], capsys)
     assert rc == 2 and not out
     assert err.startswith("error: argument --mechanism: 'mtp' is unavailable for llama-3.1-8b")
+
+
+def test_bench_compare_writes_the_scenario_with_the_terms_applied(tmp_path: Path, capsys):
+    out_path = tmp_path / "applied.json"
+    vllm = [str(p) for p in sorted(SAMPLES.glob("bench_vllm_*"))]
+    rc, out, err = run_cli(["bench-compare", *vllm, *FLAGS, "--applied-scenario",
+                            str(out_path)], capsys)
+    assert rc == 0, err
+    sc = Scenario.model_validate_json(out_path.read_text(encoding="utf-8"))
+    ov = sc.hardware_overrides
+    assert ov is not None and ov.step_cost_per_token_s is not None
+    assert "vllm benchmark runs" in ov.label
+    # and it is a scenario the other commands take
+    rc, out, err = run_cli(["evaluate", "--scenario", str(out_path), "--json"], capsys)
+    assert rc == 0, err
+    plain = run_cli(["evaluate", *FLAGS, "--mechanism", sc.mechanism, "--json"], capsys)[1]
+    assert json.loads(out)["t_verif_base_s"] != json.loads(plain)["t_verif_base_s"]
+
+
+def test_bench_plan_writes_its_script(tmp_path: Path, capsys):
+    path = tmp_path / "bench.sh"
+    rc, _out, err = run_cli(["bench-plan", *FLAGS, "--engine", "sglang", "--script", str(path)],
+                           capsys)
+    assert rc == 0, err
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("#!/usr/bin/env bash") and text.count("SGLANG_SIMULATE_ACC_LEN=") == 3
