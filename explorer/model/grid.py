@@ -29,6 +29,7 @@ from explorer.model.measured_kernels import MeasuredKernels, measured_kernels
 from explorer.model.resolve import Resolved, resolve
 from explorer.presets import engine_profiles
 from explorer.specs.architecture import ModelSpec
+from explorer.specs.hardware import STEP_TERM_OVERRIDES, HardwareOverrides
 from explorer.specs.scenario import Scenario
 
 FloatArray = npt.NDArray[np.float64]
@@ -86,8 +87,12 @@ class ScenarioModel:
                 AttentionCorrection(hw, mk.attention) if mk.attention is not None else None,
             )
         # The package's measured tables for (hardware, engine, dtype); none for overridden specs.
+        # A step overhead or step-cost terms backed out of benchmarks leave the kernels as
+        # measured; only kernel-side overrides make the hardware hypothetical.
+        ov = sc.hardware_overrides
         self.tables: MeasuredKernels = measured_kernels(
-            hw, sc.engine, sc.dtype, sc.kv_dtype, hypothetical=sc.hardware_overrides is not None)
+            hw, sc.engine, sc.dtype, sc.kv_dtype,
+            hypothetical=ov is not None and (ov.touches_kernels or _legacy_hypothetical(ov)))
         self.target = LayerModel(hw, resolved.model, sc.tp, sc.dtype, sc.kv_dtype,
                                  self.kernel_corrections, self.tables, sc.moe_dtype)
         self.draft_layer_model = (
@@ -185,6 +190,11 @@ class ScenarioModel:
         ov = self.r.scenario.hardware_overrides
         if ov is not None and ov.step_overhead_s is not None:
             text += f"; the step overhead is overridden: {ov.step_overhead_s * 1e6:.0f} µs"
+        if ov is not None and ov.step_cost_per_token_s is not None:
+            text += (f"; step terms from benchmark runs ({ov.label}): "
+                     f"{ov.step_cost_per_token_s * 1e6:.2f} µs per scheduled token, verify "
+                     f"growth × {ov.verify_growth_scale or 1.0:.2f}, draft cost × "
+                     f"{ov.draft_cost_scale or 1.0:.2f}")
         if self.r.mechanism.draft_style == "lookup" and e.ngram_no_match == "one":
             text += (f"; n-gram requests with a match: {self.ngram_match_share:.0%} (read off the"
                      " AL curve's first two positions, assuming a match's tokens are accepted at"
@@ -227,7 +237,26 @@ class ScenarioModel:
 
     def verify(self, batch: npt.ArrayLike, width: npt.ArrayLike, context: npt.ArrayLike,
                group: npt.ArrayLike) -> Breakdown:
-        """One target step: the forward on the engine's padded graph shape, plus its costs."""
+        """One target step: the forward on the engine's padded graph shape, plus its costs, and
+        the step-cost terms backed out of benchmark runs where the scenario applies them."""
+        out = self._verify(batch, width, context, group)
+        ov = self.r.scenario.hardware_overrides
+        if ov is None or (ov.step_cost_per_token_s is None and ov.verify_growth_scale is None):
+            return out
+        w = np.asarray(width, dtype=np.float64)
+        b = np.asarray(batch, dtype=np.float64)
+        if ov.verify_growth_scale is not None and ov.verify_growth_scale != 1.0:
+            # T(B, W) = T(B, 1) + g·(T(B, W) − T(B, 1)), term by term
+            one = self._verify(batch, 1.0, context, group)
+            g = ov.verify_growth_scale
+            out = {k: one[k] + g * (out[k] - one[k]) for k in out}
+        if ov.step_cost_per_token_s is not None:
+            out = dict(out)
+            out["overhead"] = out["overhead"] + ov.step_cost_per_token_s * b * w
+        return out
+
+    def _verify(self, batch: npt.ArrayLike, width: npt.ArrayLike, context: npt.ArrayLike,
+                group: npt.ArrayLike) -> Breakdown:
         tokens, eager = graph_shape(self.engine, batch, width)
         forward = self.target.forward(batch, width, context, group, layers=self.r.layers,
                                       include_step_overhead=False, tokens=tokens)
@@ -300,8 +329,12 @@ class ScenarioModel:
         b = np.asarray(batch, dtype=np.float64)
         d = np.asarray(draft_len, dtype=np.float64)
         forwards, eager_kernels = self._draft_engine_costs(b, d)
-        return apply_engine_profile(self.engine, out, self.r.hardware,
-                                    eager_kernels=eager_kernels, draft_forwards=forwards)
+        drafted = apply_engine_profile(self.engine, out, self.r.hardware,
+                                       eager_kernels=eager_kernels, draft_forwards=forwards)
+        ov = self.r.scenario.hardware_overrides
+        if ov is not None and ov.draft_cost_scale is not None:  # backed out of benchmarks
+            drafted = {k: v * ov.draft_cost_scale for k, v in drafted.items()}
+        return drafted
 
     def memory_bytes(self, batch: npt.ArrayLike, context: npt.ArrayLike,
                      group: npt.ArrayLike) -> FloatArray:
@@ -426,6 +459,13 @@ class ScenarioModel:
             verify_spec=spec if with_breakdowns else {},
             draft=drafted if with_breakdowns else {},
         )
+
+
+def _legacy_hypothetical(ov: HardwareOverrides) -> bool:
+    """Overrides without the benchmark step terms read as hypothetical hardware, as every
+    override did before those terms existed (a step overhead alone from --timings-file keeps its
+    numbers); with them, the step terms were fitted on the measured tables and keep them."""
+    return not any(getattr(ov, k) is not None for k in STEP_TERM_OVERRIDES)
 
 
 @lru_cache(maxsize=256)

@@ -239,6 +239,13 @@ class HardwareSpec(BaseModel):
         return peak * BYTES_PER_ELEMENT[dtype] / (2.0 * self.hbm_bw_bytes_per_s)
 
 
+# HardwareOverrides fields that change kernel times, and those the cost model charges per step.
+KERNEL_OVERRIDES = ("gemm_compute_efficiency", "gemm_memory_efficiency",
+                    "attention_compute_efficiency", "attention_memory_efficiency",
+                    "kernel_floor_s", "launch_latency_s")
+STEP_TERM_OVERRIDES = ("step_cost_per_token_s", "verify_growth_scale", "draft_cost_scale")
+
+
 class HardwareOverrides(BaseModel):
     """Calibrated or hand-set replacements for a preset's efficiencies and fixed costs."""
 
@@ -251,11 +258,25 @@ class HardwareOverrides(BaseModel):
     kernel_floor_s: float | None = Field(default=None, ge=0, le=1e-3)
     launch_latency_s: float | None = Field(default=None, ge=0, le=1e-3)
     step_overhead_s: float | None = Field(default=None, ge=0, le=0.1)
+    # Step-cost terms backed out of benchmark runs (explorer/calibration/bench_backout.py): the
+    # serving engine's cost per scheduled token beyond the model, a scale on what verifying 1+D
+    # tokens adds over one (T_verif(B·W) − T_verif(B)) and a scale on the drafter's round. They
+    # are charged by the cost model (explorer/model/grid.py), not by the hardware spec.
+    step_cost_per_token_s: float | None = Field(default=None, ge=0, le=1e-4)
+    verify_growth_scale: float | None = Field(default=None, gt=0, le=10)
+    draft_cost_scale: float | None = Field(default=None, gt=0, le=10)
     label: str = Field(default="", max_length=200, description="where these numbers come from")
+
+    @property
+    def touches_kernels(self) -> bool:
+        """Whether a kernel-side figure (an efficiency, the floor, the launch latency) is set:
+        then no measured kernel table describes the hardware any more."""
+        return any(getattr(self, k) is not None for k in KERNEL_OVERRIDES)
 
     def apply(self, spec: HardwareSpec) -> HardwareSpec:
         changes = {
-            k: v for k, v in self.model_dump(exclude={"label"}).items() if v is not None
+            k: v for k, v in self.model_dump(exclude={"label", *STEP_TERM_OVERRIDES}).items()
+            if v is not None
         }
         if not changes:
             return spec

@@ -22,7 +22,7 @@ from explorer.model.grid import scenario_model
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve, KernelTimings, StepTimings
 from explorer.specs.scenario import Scenario
-from explorer.ui import model_upload
+from explorer.ui import bench_ui, model_upload
 from explorer.ui.data_figures import (
     calibration_figure,
     draft_backout_figure,
@@ -132,6 +132,8 @@ def render(scenario: Scenario | None) -> None:
         if scenario is not None:
             _calibration_section(loaded, scenario)
             _draft_section(loaded, scenario)
+    if scenario is not None:
+        bench_ui.render_results(scenario, OVERRIDES, datasets())
     model_upload.render()  # after the measured-data uploader, which stays the page's first
     _templates_section()
 

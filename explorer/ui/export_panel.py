@@ -29,6 +29,7 @@ from explorer.base.errors import ScenarioError
 from explorer.export.engine_configs import EngineConfigs, engine_configs
 from explorer.presets import mechanism_presets
 from explorer.specs.scenario import Scenario, scenario_json_schema
+from explorer.ui import bench_ui
 
 CHROMIUM = Path("/usr/bin/chromium")
 SWEEP_BATCHES = DEFAULT_SWEEP_BATCHES  # 1, 2, 4 … 4096 (analysis.sweep decides)
@@ -181,6 +182,7 @@ def render(scenario: Scenario, figures: dict[str, go.Figure], key: str = "export
     _sweep_section(scenario, js, key)
     _charts_section(figures, key, scenario)
     _engine_section(scenario, js, key)
+    bench_ui.render_plan(scenario, key)
 
 
 def _scenario_section(scenario: Scenario, key: str) -> None:

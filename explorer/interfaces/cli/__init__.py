@@ -2,8 +2,9 @@
 
 options.py: the parser, UsageError, the scenario options derived from the setting declarations
 and the scenario they build; commands.py: every command; scenario.py: `scenario save|show|list`
-and `evaluate --scenario-id` on the app's store; deploy.py: `deploy` and `require`. Imports run
-options ← scenario ← deploy ← commands ← here, with no way back."""
+and `evaluate --scenario-id` on the app's store; deploy.py: `deploy` and `require`; bench.py:
+`bench-plan` and `bench-compare`. Imports run options ← scenario ← deploy ← bench ← commands ←
+here, with no way back."""
 
 from __future__ import annotations
 

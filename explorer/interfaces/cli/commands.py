@@ -20,6 +20,7 @@ from explorer.base.dtypes import normalize_dtype
 from explorer.base.engines import DEFAULT_ENGINE, SERVING_ENGINES
 from explorer.base.errors import ScenarioError
 from explorer.base.quoting import escape_controls
+from explorer.interfaces.cli import bench as bench_commands
 from explorer.interfaces.cli import deploy as deploy_commands
 from explorer.interfaces.cli import scenario as scenario_commands
 from explorer.interfaces.cli.options import (
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("schema", help="print the scenario JSON schema").add_argument(
         "--profile", action="store_true", help="the deployment profile's schema instead")
     deploy_commands.add_parsers(sub)
+    bench_commands.add_parsers(sub)
     v = sub.add_parser("validate", help="recognise and check a measured-data file")
     v.add_argument("file")
     v.add_argument("--json", action="store_true")
@@ -302,4 +304,4 @@ def cmd_schema(args: argparse.Namespace) -> int:
 COMMANDS = {"validate": cmd_validate, "evaluate": cmd_evaluate, "recommend": cmd_recommend,
             "sweep": cmd_sweep, "presets": cmd_presets, "kernel": cmd_kernel,
             "scenario": scenario_commands.cmd_scenario, "schema": cmd_schema,
-            **deploy_commands.COMMANDS}
+            **deploy_commands.COMMANDS, **bench_commands.COMMANDS}
