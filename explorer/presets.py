@@ -16,7 +16,7 @@ from explorer.base.engines import SERVING_ENGINES
 from explorer.specs.architecture import ModelSpec
 from explorer.specs.engine import ENGINE_PARAMETERS, EngineProfile
 from explorer.specs.hardware import AttentionRooflineFit, GemmRooflineFit, HardwareSpec
-from explorer.specs.measured import AcceptanceCurve, Mechanism, Provenance
+from explorer.specs.measured import AcceptanceCurve, Provenance
 from explorer.specs.mechanism import MechanismSpec
 from explorer.specs.settings import PresetTable
 
@@ -325,7 +325,7 @@ def sample_curves() -> dict[str, AcceptanceCurve]:
             name = f"{name}/{drafter}/{temp}"
         out[name] = AcceptanceCurve(
             label=f"{drafter} on {model}, {dataset}",
-            mechanism=cast(Mechanism, mech),  # validated by the model
+            mechanism=mech,  # validated by the model
             draft_style="block" if mechanisms[mech].is_block else "chain",
             draft_lens=tuple(ds),
             acceptance_lengths=tuple(by_d[d][0] for d in ds),
