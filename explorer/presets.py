@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from explorer.base.engines import SERVING_ENGINES
 from explorer.specs.architecture import ModelSpec
-from explorer.specs.engine import ENGINE_PARAMETERS, EngineProfile
+from explorer.specs.engine import ENGINE_PARAMETERS, Engine, EngineProfile, engine_kind
 from explorer.specs.hardware import AttentionRooflineFit, GemmRooflineFit, HardwareSpec
 from explorer.specs.measured import AcceptanceCurve, Provenance
 from explorer.specs.mechanism import MechanismSpec
@@ -292,6 +292,13 @@ def engine_profiles() -> dict[str, EngineProfile]:
                               if p[name]["assumption"] == "yes"),
         )
     return out
+
+
+@lru_cache(maxsize=8)
+def serving_engine(slug: str) -> Engine:
+    """The serving engine a scenario names, resolved once: its declaration (explorer/specs/
+    engine.py) with its profile (data/engines.csv). KeyError for an unknown slug."""
+    return Engine(engine_kind(slug), engine_profiles()[slug])
 
 
 SAMPLE_CURVES_FILE = "data/al_curves.csv"
