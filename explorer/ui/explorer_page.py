@@ -20,8 +20,8 @@ from explorer.presets import mechanism_presets
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
-from explorer.ui import data_page, export_panel
 from explorer.ui import explorer_charts as charts
+from explorer.ui import export_panel, state
 from explorer.ui.text import md_text
 
 
@@ -41,7 +41,7 @@ def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = No
                      "using the mechanism prior.")
     sc, rejected = view_scenario(values, uploaded)
     notes.extend(rejected)
-    measured = data_page.measured_updates()
+    measured = state.measured_updates()
     if measured:
         sc = sc.model_copy(update=measured)
     if overrides is not None:
