@@ -207,3 +207,24 @@ def test_a_file_without_the_asked_part_is_refused_by_name():
         apply_measured_file(Scenario(mechanism=BUILTIN_MECHANISMS[0]), result, path, {"curve"})
     mtp = apply_measured_file(Scenario(mechanism=BUILTIN_MECHANISMS[1]), result, path, {"curve"})
     assert mtp.acceptance.curve is not None and mtp.acceptance.curve.mechanism == mtp.mechanism
+
+
+# --- one chart table ---------------------------------------------------------------------------
+
+def test_the_chart_table_feeds_the_switcher_the_link_and_the_caches():
+    from explorer.interfaces import view_state as us
+    from explorer.ui import explorer_charts as charts
+
+    assert us.VIEWS == tuple(us.VIEW_TITLES) and us.DEFAULT_VIEW == us.VIEWS[0]
+    # every existing `vw` value keeps opening its view
+    assert set(us.VIEWS) >= {"surface", "tiles", "gemm", "al", "pareto", "time", "mechanisms",
+                             "sources", "export"}
+    assert {c.view for c in charts.CHART_TABLE} <= set(us.VIEWS)
+    assert list(charts.CHARTS) == [c.name for c in charts.CHART_TABLE]
+    assert charts.chart_options("pareto", {"slo": 20.0, "normalized": False}) == (("slo", 20.0),)
+    assert charts.chart_options("al_vs_d", {"slo": 20.0}) == ()
+    # the caches key on the frozen scenario: an equal scenario, however made, is one entry
+    first = charts.chart(Scenario(batch=8), "gemm_efficiency")
+    assert charts.chart(Scenario(batch=4).model_copy(update={"batch": 8}),
+                        "gemm_efficiency") is first
+    assert charts.evaluation(Scenario(batch=8)) is charts.evaluation(Scenario(batch=8))
