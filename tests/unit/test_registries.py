@@ -215,7 +215,7 @@ def test_the_chart_table_feeds_the_switcher_the_link_and_the_caches():
     from explorer.interfaces import view_state as us
     from explorer.ui import explorer_charts as charts
 
-    assert us.VIEWS == tuple(us.VIEW_TITLES) and us.DEFAULT_VIEW == us.VIEWS[0]
+    assert tuple(us.VIEW_TITLES) == us.VIEWS and us.VIEWS[0] == us.DEFAULT_VIEW
     # every existing `vw` value keeps opening its view
     assert set(us.VIEWS) >= {"surface", "tiles", "gemm", "al", "pareto", "time", "mechanisms",
                              "sources", "export"}
@@ -228,3 +228,26 @@ def test_the_chart_table_feeds_the_switcher_the_link_and_the_caches():
     assert charts.chart(Scenario(batch=4).model_copy(update={"batch": 8}),
                         "gemm_efficiency") is first
     assert charts.evaluation(Scenario(batch=8)) is charts.evaluation(Scenario(batch=8))
+
+
+def test_the_readme_recipe_names_what_exists():
+    """The Layout section's recipe stays true: every name it tells you to edit exists."""
+    import explorer.base.engines as engines
+    import explorer.base.mechanisms as mechanisms
+    import explorer.specs.engine as engine
+    from explorer.interfaces import view_state
+    from explorer.ui import explorer_charts
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    recipe = readme[readme.index("### Registries"):readme.index("## Where numbers come from")]
+    for module, names in ((mechanisms, ("MechanismKind", "VllmMethod", "SglangAlgorithm",
+                                        "TrtllmDecoding", "register_mechanism")),
+                          (engines, ("ServingEngine",)), (engine, ("EngineKind", "ENGINE_KINDS")),
+                          (explorer_charts, ("CHART_TABLE", "Chart")),
+                          (view_state, ("VIEW_TITLES",))):
+        for name in names:
+            assert name in recipe and hasattr(module, name), name
+    for field in ("aliases", "drafter_config", "head_words", "head_keys", "head_own_vocab"):
+        assert field in recipe and field in MechanismKind.__dataclass_fields__, field
+    sources = (ROOT / "data" / "SOURCES.md").read_text(encoding="utf-8")
+    assert "explorer/base/mechanisms.py" in sources and "MechanismKind" in sources
