@@ -700,7 +700,8 @@ def _drafter(kind: str, cfg: Mapping[str, Any],
             and dims["hidden"] % dims["q_heads"] == 0:
         dims["head_dim"] = dims["hidden"] // dims["q_heads"]
     shape = ", ".join(f"{k} {v}" for k, v in dims.items() if v is not None)
-    own_vocab = (decl := mechanism_kind(kind)) is not None and decl.head_own_vocab
+    decl = mechanism_kind(kind)  # the head's declaration: does it carry its own vocabulary?
+    own_vocab = decl is not None and decl.head_own_vocab
     if own_vocab and vocab is None:
         vocab = r.num("vocab_size", lo=1, hi=MAX_VOCAB)
     if not own_vocab:
@@ -709,7 +710,8 @@ def _drafter(kind: str, cfg: Mapping[str, Any],
                      "the target's), the target's vocabulary"
                      + (f"; block_size {block} (D ≤ {block - 1} per round)" if block else ""))
     else:
-        notes.append(f"{mechanism_presets()[kind].name}: {layers} layer(s) at "
+        spec = mechanism_presets().get(kind)
+        notes.append(f"{spec.name if spec else kind}: {layers} layer(s) at "
                      f"{shape or 'the target dims'} (the rest the target's), draft vocabulary "
                      f"{vocab}")
     if col.has_errors:
