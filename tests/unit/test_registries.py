@@ -45,16 +45,21 @@ def test_the_counter_sees_a_literal_and_ignores_prose(tmp_path: Path):
     assert hits.count("eagle3") == 1
 
 
+# A slug may be written in its declaration and in the loader of its data rows, nowhere else.
+MECHANISM_HOMES = {"explorer/base/mechanisms.py", "explorer/presets.py"}
+ENGINE_HOMES = {"explorer/base/engines.py", "explorer/specs/engine.py"}
+
+
 @pytest.mark.parametrize("slug", BUILTIN_MECHANISMS)
 def test_a_mechanism_slug_is_written_only_in_its_declaration(slug: str):
     files = _files_writing(slug)
-    assert files == ["explorer/base/mechanisms.py"], (slug, files)
+    assert "explorer/base/mechanisms.py" in files and set(files) <= MECHANISM_HOMES, (slug, files)
 
 
 @pytest.mark.parametrize("slug", SERVING_ENGINES)
 def test_an_engine_slug_is_written_only_in_its_declarations(slug: str):
     files = _files_writing(slug)
-    assert set(files) <= {"explorer/base/engines.py", "explorer/specs/engine.py"}, (slug, files)
+    assert "explorer/specs/engine.py" in files and set(files) <= ENGINE_HOMES, (slug, files)
 
 
 def test_every_engine_and_mechanism_is_declared_once():
