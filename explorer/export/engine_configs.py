@@ -27,7 +27,7 @@ from explorer.analysis.recommend import RankedOption, recommend
 from explorer.base.mechanisms import MECHANISM_KINDS, mechanism_kind
 from explorer.model.resolve import Resolved, resolve, target_model
 from explorer.presets import mechanism_presets
-from explorer.specs.engine import ENGINE_KINDS, EngineKind
+from explorer.specs.engine import TRTLLM
 from explorer.specs.scenario import Scenario
 
 # The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.
@@ -70,15 +70,7 @@ TRTLLM_SOURCE = (
 # mechanism *is* (does it need draft weights, the target's MTP layers, …) comes from its
 # MechanismSpec (data/mechanisms.csv) and what a GPU is from its HardwareSpec (data/hardware.csv).
 # A mechanism whose declaration names no method for an engine gets "not supported" there.
-
-
-def engine_of_config(config_key: str) -> EngineKind:
-    """The serving engine whose options are EngineConfigs.<config_key> (its declaration,
-    explorer/specs/engine.py: name, the GPUs it runs on)."""
-    return next(e for e in ENGINE_KINDS.values() if e.config_key == config_key)
-
-
-TRTLLM_VENDORS = engine_of_config("tensorrt_llm").vendors  # TensorRT-LLM: NVIDIA GPUs only
+TRTLLM_VENDORS = TRTLLM.vendors  # TensorRT-LLM runs on NVIDIA GPUs only (its declaration)
 
 # Read-only views of the declarations by slug, for readers that list them (the writers below ask
 # mechanism_kind(slug), so a mechanism registered later needs no entry here).
@@ -272,7 +264,7 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
             f"'{slug}' is not supported by TensorRT-LLM (no decoding_type)."])
     decoding_type = names.decoding_type
     r = _resolved(scenario, slug)
-    if not engine_of_config("tensorrt_llm").runs_on(r.hardware.vendor):
+    if not TRTLLM.runs_on(r.hardware.vendor):
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             f"{scenario.hardware} is not supported by TensorRT-LLM (NVIDIA GPUs only)."])
     if not enabled or draft_len < 1:

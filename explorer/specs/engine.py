@@ -208,6 +208,9 @@ ENGINE_KINDS: Final[dict[str, EngineKind]] = {e.slug: e for e in (
             "scales")),)),
 )}
 assert tuple(ENGINE_KINDS) == SERVING_ENGINES, "declare every serving engine, in order"
+# Handles for code that means one engine by what it is (its config writer, a reference measured
+# on it), never by comparing a slug.
+VLLM, SGLANG, TRTLLM = ENGINE_KINDS.values()
 
 
 def engine_kind(slug: str) -> EngineKind:
