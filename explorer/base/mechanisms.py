@@ -176,8 +176,9 @@ def mechanism_of_alias(name: str) -> str | None:
 
 
 def drafter_kinds() -> tuple[str, ...]:
-    """Mechanisms a drafter config.json can be priced as."""
-    return tuple(k.slug for k in MECHANISM_KINDS.values() if k.drafter_config is not None)
+    """Mechanisms a drafter config.json can be priced as: the heads, then the draft models."""
+    return (*head_kinds(), *(k.slug for k in MECHANISM_KINDS.values()
+                             if k.drafter_config == "model"))
 
 
 def head_kinds() -> tuple[str, ...]:
