@@ -18,14 +18,15 @@ from explorer.ui import (
     model_upload,
     share,
     sources_page,
+    state,
 )
 
 _started = time.perf_counter()
 _started_cpu = time.thread_time()  # this run's own CPU (the script thread)
 st.set_page_config(page_title="SpecDec Explorer", page_icon=":material/bolt:", layout="wide")
 controls.check_url_once()
-if data_page.ACTIVE_CURVE in st.session_state:  # keep the chosen upload on the other pages, which
-    st.session_state[data_page.ACTIVE_CURVE] = st.session_state[data_page.ACTIVE_CURVE]  # drop it
+if state.ACTIVE_CURVE in st.session_state:  # keep the chosen upload on the other pages, which
+    st.session_state[state.ACTIVE_CURVE] = st.session_state[state.ACTIVE_CURVE]  # drop it
 share.open_link()  # ?s=<id>: a saved scenario sets the widgets before they exist
 values = controls.sidebar()
 # A write sends the whole query string as this run read it. While a session's first runs
@@ -39,23 +40,23 @@ if st.query_params.get("v") != "1" or not st.session_state.get(URL_SETTLED):
 
 def uploaded_curve() -> AcceptanceCurve | None:
     """This session's upload, else the one embedded in the saved scenario it opened."""
-    return data_page.active_curve() or share.loaded_curve()
+    return state.active_curve() or share.loaded_curve()
 
 
 def scenario_now() -> Scenario | None:
     return explorer_page.current_scenario(values, uploaded_curve(),
-                                          data_page.hardware_overrides())
+                                          state.hardware_overrides())
 
 
 def explorer() -> None:
     controls.show_url_warnings()
     share.show_opened(values)
-    explorer_page.render(values, uploaded_curve(), data_page.hardware_overrides())
+    explorer_page.render(values, uploaded_curve(), state.hardware_overrides())
 
 
 def data() -> None:
     data_page.render(explorer_page.current_scenario(
-        values, uploaded_curve(), data_page.hardware_overrides()))
+        values, uploaded_curve(), state.hardware_overrides()))
 
 
 def sources() -> None:

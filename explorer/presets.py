@@ -14,9 +14,9 @@ from typing import Any, cast
 
 from explorer.base.engines import SERVING_ENGINES
 from explorer.specs.architecture import ModelSpec
-from explorer.specs.engine import ENGINE_PARAMETERS, EngineProfile
+from explorer.specs.engine import ENGINE_PARAMETERS, Engine, EngineProfile, engine_kind
 from explorer.specs.hardware import AttentionRooflineFit, GemmRooflineFit, HardwareSpec
-from explorer.specs.measured import AcceptanceCurve, Mechanism, Provenance
+from explorer.specs.measured import AcceptanceCurve, Provenance
 from explorer.specs.mechanism import MechanismSpec
 from explorer.specs.settings import PresetTable
 
@@ -309,6 +309,13 @@ def engine_profiles() -> dict[str, EngineProfile]:
     return out
 
 
+@lru_cache(maxsize=8)
+def serving_engine(slug: str) -> Engine:
+    """The serving engine a scenario names, resolved once: its declaration (explorer/specs/
+    engine.py) with its profile (data/engines.csv). KeyError for an unknown slug."""
+    return Engine(engine_kind(slug), engine_profiles()[slug])
+
+
 SAMPLE_CURVES_FILE = "data/al_curves.csv"
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -340,7 +347,7 @@ def sample_curves() -> dict[str, AcceptanceCurve]:
             name = f"{name}/{drafter}/{temp}"
         out[name] = AcceptanceCurve(
             label=f"{drafter} on {model}, {dataset}",
-            mechanism=cast(Mechanism, mech),  # validated by the model
+            mechanism=mech,  # validated by the model
             draft_style="block" if mechanisms[mech].is_block else "chain",
             draft_lens=tuple(ds),
             acceptance_lengths=tuple(by_d[d][0] for d in ds),

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from explorer.analysis.frontier import best_draft_len
 from explorer.base.dtypes import BYTES_PER_ELEMENT
 from explorer.base.errors import ScenarioError
+from explorer.base.mechanisms import head_kinds
 from explorer.model.grid import scenario_model
 from explorer.model.resolve import resolve
 from explorer.specs.architecture import DrafterSpec, ModelSpec
@@ -34,7 +35,6 @@ DESIGN_AXES: tuple[str, ...] = TARGET_AXES + DRAFTER_AXES
 MAX_DESIGNS = 5_000
 # Query rows of one attention tile (model/kernels.py prices 128-row tiles).
 TILE_ROWS = 128
-HEAD_KINDS = ("eagle3", "dflash", "dspark")
 ACCEPTANCE_NOTE = ("AL is the scenario's acceptance source for every design: the architecture "
                    "is not assumed to change acceptance")
 
@@ -102,9 +102,9 @@ def design_scenario(scenario: Scenario, values: Mapping[str, Any],
         update.update(custom_model=model, model=model.slug)
     if "draft_layers" in values:
         mech = base.mechanism
-        if mech.slug not in HEAD_KINDS:
+        if mech.slug not in head_kinds():
             raise ScenarioError("draft_layers", f"the drafter's depth varies for "
-                                f"{', '.join(HEAD_KINDS)}, not {mech.slug} (use rho)")
+                                f"{', '.join(head_kinds())}, not {mech.slug} (use rho)")
         update["custom_drafter"] = DrafterSpec(
             kind=mech.slug, name=f"{mech.name}, {values['draft_layers']} layers",
             draft_layers=int(values["draft_layers"]), draft_vocab=mech.draft_vocab)

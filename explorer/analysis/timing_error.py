@@ -16,6 +16,7 @@ import pandas as pd
 from explorer.base.engines import ServingEngine
 from explorer.model.grid import GridResult, scenario_model
 from explorer.presets import DATA_DIR
+from explorer.specs.engine import VLLM  # the reference steps were measured on vLLM
 from explorer.specs.scenario import Scenario
 
 FloatArray = npt.NDArray[np.float64]
@@ -44,7 +45,7 @@ class VerifyRatioCheck:
         return np.asarray(self.model_ratio / self.reference_ratio - 1.0, dtype=np.float64)
 
 
-def verify_ratio_checks(engine: ServingEngine = "vllm") -> list[VerifyRatioCheck]:
+def verify_ratio_checks(engine: ServingEngine = VLLM.slug) -> list[VerifyRatioCheck]:
     steps = pd.read_csv(STEP_REFERENCE)
     base = steps[steps.draft_len == 0].set_index("batch").step_time_ms
     m = scenario_model(Scenario(hardware="h100", model="llama-3.1-8b", tp=1, context=1024,

@@ -24,8 +24,10 @@ from pydantic import BaseModel, ConfigDict
 from explorer.analysis.candidate import candidate
 from explorer.analysis.frontier import DEFAULT_BATCHES, best_draft_len
 from explorer.analysis.recommend import RankedOption, recommend
+from explorer.base.mechanisms import MECHANISM_KINDS, mechanism_kind
 from explorer.model.resolve import Resolved, resolve, target_model
 from explorer.presets import mechanism_presets
+from explorer.specs.engine import TRTLLM
 from explorer.specs.scenario import Scenario
 
 # The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.
@@ -63,97 +65,28 @@ TRTLLM_SOURCE = (
     "@00b6d5a25c30b4382d24fbdf52956d601b3ffd24 (support_dynamic_draft_len excludes DSpark)"
 )
 
-# Engine tables, keyed by mechanism slug: each engine's own names and the facts about one engine.
-# What a mechanism *is* (does it need draft weights, the target's MTP layers, …) comes from its
+# Each mechanism's names in each engine are in its declaration (explorer/specs/mechanism.py:
+# MechanismKind.vllm / .sglang / .trtllm, with the source of each name beside it); what a
+# mechanism *is* (does it need draft weights, the target's MTP layers, …) comes from its
 # MechanismSpec (data/mechanisms.csv) and what a GPU is from its HardwareSpec (data/hardware.csv).
-# A new mechanism is a row there plus its entries here; without them an engine says "not supported".
+# A mechanism whose declaration names no method for an engine gets "not supported" there.
 
-# --- vLLM: speculative_config["method"] per mechanism ----------------------------------------
-# vllm/config/speculative.py @002e77c: SpeculativeMethod = "ngram" | "draft_model" | "eagle3" |
-# "mtp" | "dflash" | "dspark" | … ; method "mtp" with no "model" loads the target's own MTP layers.
-VLLM_METHOD: dict[str, str] = {
-    "external": "draft_model",
-    "mtp": "mtp",
-    "eagle3": "eagle3",
-    "dflash": "dflash",
-    "dspark": "dspark",
-    "ngram": "ngram",
-}
-VLLM_NOTES: dict[str, str] = {
-    "ngram": "vLLM sets prompt_lookup_min/max to 5 when both are unset.",
-}
-
-# --- SGLang: --speculative-algorithm per mechanism --------------------------------------------
-# python/sglang/srt/server_args.py @001067f: "Builtins: EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM,
-# DFLASH, DSPARK". NEXTN (alias of EAGLE, docs @067ad4d) serves the target's own MTP layers.
-SGLANG_ALGORITHM: dict[str, str] = {
-    "external": "STANDALONE",
-    "mtp": "NEXTN",
-    "eagle3": "EAGLE3",
-    "dflash": "DFLASH",
-    "dspark": "DSPARK",
-    "ngram": "NGRAM",
-}
-
-
-def _sglang_chain(d: int) -> list[str]:
-    # A chain of D drafts: topk 1, and then num_draft_tokens = num_steps + 1 (docs @067ad4d).
-    return ["--speculative-num-steps", str(d), "--speculative-eagle-topk", "1",
-            "--speculative-num-draft-tokens", str(d + 1)]
-
-
-def _sglang_dflash(d: int) -> list[str]:
-    # server_args.py: DFLASH's block size is the verify window (= D drafts + 1 bonus token);
-    # --speculative-dflash-block-size is an alias of --speculative-num-draft-tokens.
-    return ["--speculative-num-draft-tokens", str(d + 1)]
-
-
-def _sglang_dspark(d: int) -> list[str]:
-    # server_args.py: "--speculative-dspark-block-size: draft block size gamma (number of
-    # proposed draft tokens) … sets --speculative-num-draft-tokens = gamma + 1".
-    return ["--speculative-dspark-block-size", str(d)]
-
-
-def _sglang_ngram(d: int) -> list[str]:
-    # A chain, as the cost model assumes: BFS breadth 1; D drafts + the last verified token.
-    return ["--speculative-num-draft-tokens", str(d + 1), "--speculative-ngram-max-bfs-breadth",
-            "1"]
-
-
-# The flags that set D for each algorithm.
+# Read-only views of the declarations by slug, for readers that list them (the writers below ask
+# mechanism_kind(slug), so a mechanism registered later needs no entry here).
+_KINDS = tuple(MECHANISM_KINDS.values())
+VLLM_METHOD: dict[str, str] = {k.slug: k.vllm.method for k in _KINDS if k.vllm}
+VLLM_NOTES: dict[str, str] = {k.slug: k.vllm.note for k in _KINDS if k.vllm and k.vllm.note}
+SGLANG_ALGORITHM: dict[str, str] = {k.slug: k.sglang.algorithm for k in _KINDS if k.sglang}
 SGLANG_DRAFT_LEN_FLAGS: dict[str, Callable[[int], list[str]]] = {
-    "external": _sglang_chain,
-    "mtp": _sglang_chain,
-    "eagle3": _sglang_chain,
-    "dflash": _sglang_dflash,
-    "dspark": _sglang_dspark,
-    "ngram": _sglang_ngram,
-}
-# Algorithms SGLang runs on NVIDIA (CUDA) GPUs only, with the reason.
+    k.slug: k.sglang.flags for k in _KINDS if k.sglang}
 SGLANG_NVIDIA_ONLY: dict[str, str] = {
-    "ngram": "docs: ngram speculative decoding only supports CUDA",
-}
-
-# --- TensorRT-LLM: speculative_config.decoding_type per mechanism -----------------------------
-# docs/source/features/speculative-decoding.md @04c8822 lists the YAML names MTP, Eagle3, NGram,
-# DraftTarget, PARD, DFlash, SA; llm_args.py @0004396 adds DSparkDecodingConfig
-# (decoding_type "DSpark").
+    k.slug: k.sglang.nvidia_only for k in _KINDS if k.sglang and k.sglang.nvidia_only}
 TRTLLM_DECODING_TYPE: dict[str, str] = {
-    "external": "DraftTarget",
-    "mtp": "MTP",
-    "eagle3": "Eagle3",
-    "dflash": "DFlash",
-    "dspark": "DSpark",
-    "ngram": "NGram",
-}
-# interface.py @00b6d5a: support_dynamic_draft_len() is MTP one-model, Eagle3 one-model, PARD,
-# DFlash, DraftTarget one-model, SA; the NGram drafter takes draft_len_schedule on its own
-# (NGramDrafter(..., draft_len_schedule=spec_config.draft_len_schedule)). DSpark has neither.
-TRTLLM_SCHEDULE_UNSUPPORTED = frozenset({"dspark"})
+    k.slug: k.trtllm.decoding_type for k in _KINDS if k.trtllm}
+TRTLLM_SCHEDULE_UNSUPPORTED = frozenset(
+    k.slug for k in _KINDS if k.trtllm and not k.trtllm.dynamic_draft_len)
 TRTLLM_NOTES: dict[str, str] = {
-    "external": "decoding_type DraftTarget is the YAML name in the docs; the class "
-                "DraftTargetDecodingConfig spells its literal 'Draft_Target' at @0004396.",
-}
+    k.slug: k.trtllm.note for k in _KINDS if k.trtllm and k.trtllm.note}
 
 
 class VllmConfig(BaseModel):
@@ -247,8 +180,9 @@ def _placeholder(r: Resolved) -> str:
 def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scenario: Scenario,
                 enabled: bool = True) -> VllmConfig:
     """vLLM `--speculative-config` for a mechanism; a note instead where vLLM has no method."""
-    method = VLLM_METHOD.get(slug)
-    if method is None:
+    kind = mechanism_kind(slug)
+    names = kind.vllm if kind is not None else None
+    if names is None:
         return VllmConfig(speculative_config=None, cli="",
                           notes=[f"'{slug}' is not supported by vLLM (no speculative method)."])
     if not enabled or draft_len < 1:
@@ -256,6 +190,7 @@ def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scen
             "Speculation does not pay here: leave --speculative-config unset."])
     r = _resolved(scenario, slug)
     mech = r.mechanism
+    method = names.method
     cfg: dict[str, Any] = {"method": method}
     if mech.needs_draft_weights:
         cfg["model"] = _placeholder(r)
@@ -273,8 +208,8 @@ def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scen
         notes.append("num_speculative_tokens_per_batch_size (dynamic speculative decoding) is in "
                      "recent vLLM main (checked @002e77c); older releases reject the key — drop "
                      "it there and speculate at a fixed D.")
-    if slug in VLLM_NOTES:
-        notes.append(VLLM_NOTES[slug])
+    if names.note:
+        notes.append(names.note)
     if mech.uses_target_mtp_layers:
         notes.append(f"method '{method}' without 'model' reuses the target checkpoint's MTP "
                      "layers.")
@@ -285,21 +220,22 @@ def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scen
 def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: Scenario,
                   enabled: bool = True) -> SglangConfig:
     """SGLang launch flags for a mechanism; notes for what SGLang cannot express."""
-    algorithm = SGLANG_ALGORITHM.get(slug)
-    draft_len_flags = SGLANG_DRAFT_LEN_FLAGS.get(slug)
-    if algorithm is None or draft_len_flags is None:
+    kind = mechanism_kind(slug)
+    names = kind.sglang if kind is not None else None
+    if names is None:
         return SglangConfig(flags=[], cli="", notes=[
             f"'{slug}' is not supported by SGLang (no speculative algorithm)."])
+    algorithm = names.algorithm
     r = _resolved(scenario, slug)
     problem = r.hardware.engine_problem("sglang")  # data/hardware.csv `engines`
     if problem is not None:
         return SglangConfig(flags=[], cli="", notes=[
             f"{scenario.hardware} is not supported by SGLang: {problem}."])
     vendor = r.hardware.vendor
-    if slug in SGLANG_NVIDIA_ONLY and vendor != "nvidia":
+    if names.nvidia_only and vendor != "nvidia":
         return SglangConfig(flags=[], cli="", notes=[
             f"{algorithm} is not supported by SGLang on {vendor.upper()} GPUs "
-            f"({SGLANG_NVIDIA_ONLY[slug]})."])
+            f"({names.nvidia_only})."])
     if not enabled or draft_len < 1:
         return SglangConfig(flags=[], cli="",
                             notes=["Speculation does not pay here: leave --speculative-* unset."])
@@ -307,7 +243,7 @@ def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: S
     flags = ["--speculative-algorithm", algorithm]
     if mech.needs_draft_weights:
         flags += ["--speculative-draft-model-path", _placeholder(r)]
-    flags += draft_len_flags(draft_len)
+    flags += names.flags(draft_len)
     notes = ["A batch-size → draft-length schedule and a batch cut-off for speculation are not "
              "supported by SGLang (server_args.py @001067f has only --speculative-adaptive, "
              f"which tunes steps by acceptance rate, not by batch): D is fixed at {draft_len}."]
@@ -324,10 +260,12 @@ def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: S
 def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
                   scenario: Scenario, enabled: bool = True) -> TensorRTLLMConfig:
     """TensorRT-LLM `speculative_config` (YAML for trtllm-serve --config) with the schedule."""
-    decoding_type = TRTLLM_DECODING_TYPE.get(slug)
-    if decoding_type is None:
+    kind = mechanism_kind(slug)
+    names = kind.trtllm if kind is not None else None
+    if names is None:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             f"'{slug}' is not supported by TensorRT-LLM (no decoding_type)."])
+    decoding_type = names.decoding_type
     r = _resolved(scenario, slug)
     problem = r.hardware.engine_problem("trtllm")  # data/hardware.csv `engines`
     if problem is not None:
@@ -342,7 +280,7 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
         spec["speculative_model"] = _placeholder(r)
     notes: list[str] = []
     positive = {mb: d for mb, d in schedule if d > 0}
-    if slug in TRTLLM_SCHEDULE_UNSUPPORTED:
+    if not names.dynamic_draft_len:
         notes.append(f"draft_len_schedule (and the max_concurrency cut-off it implements) is not "
                      f"supported by TensorRT-LLM for {decoding_type} (support_dynamic_draft_len, "
                      f"interface.py @00b6d5a): D is fixed at {draft_len}.")
@@ -355,8 +293,8 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
     if mech.uses_target_mtp_layers:
         notes.append(f"{decoding_type} needs a target checkpoint that ships MTP layers (docs: "
                      "DeepSeek).")
-    if slug in TRTLLM_NOTES:
-        notes.append(TRTLLM_NOTES[slug])
+    if names.note:
+        notes.append(names.note)
     config = {"speculative_config": spec}
     return TensorRTLLMConfig(config=config, yaml=to_yaml(config), notes=notes)
 

@@ -41,8 +41,14 @@ SHARE_KEY = "s"
 # navigation, not a scenario setting: saved scenarios do not store it, and a link without it
 # opens the default view. A new key (never used before), so old links keep their meaning.
 VIEW_KEY = "vw"
-VIEWS: tuple[str, ...] = ("surface", "tiles", "gemm", "al", "pareto", "time", "mechanisms",
-                          "sources", "export")
+# Each view once: its key (the link's value, never renamed) and its title on the switcher; the
+# charts drawn in each are rows of explorer/ui/explorer_charts.py CHART_TABLE.
+VIEW_TITLES: dict[str, str] = {
+    "surface": "Speedup surface", "tiles": "Tile steps", "gemm": "GEMM efficiency",
+    "al": "AL vs D", "pareto": "Pareto & SLO", "time": "Where the time goes",
+    "mechanisms": "Mechanisms", "sources": "Sources", "export": "Export",
+}
+VIEWS: tuple[str, ...] = tuple(VIEW_TITLES)
 DEFAULT_VIEW = "surface"
 MAX_PARAM_CHARS = 200
 CUSTOM_MODEL_KEY, CUSTOM_DRAFTER_KEY = "cm", "cd"  # packed specs (explorer/specs/compact.py)

@@ -42,6 +42,7 @@ from explorer.kernel_tables.catalog import (
     package_label,
     table_dtype,
 )
+from explorer.specs.engine import ENGINE_KINDS
 
 _MS = 1e-3
 _OP = "generation_attention"
@@ -49,8 +50,10 @@ _OP = "generation_attention"
 # Which kernel an engine version runs by default on an SM, from the package's
 # systems/attention_lane_defaults.yaml (0.12.0; a test checks this copy against it). Used only
 # where several kernels measured the same configuration (SGLang: fa3/triton/flashinfer/trtllm_mha).
+# Declared with each engine (explorer/specs/engine.py: EngineKind.attention_default_lanes).
 _DEFAULT_LANE: dict[tuple[str, str], dict[int, str]] = {
-    ("sglang", "0.5.14"): {90: "fa3", 100: "triton", 103: "triton", 120: "flashinfer"},
+    (e.slug, version): dict(lanes) for e in ENGINE_KINDS.values()
+    for version, lanes in e.attention_default_lanes.items()
 }
 _SM_LINE = re.compile(r"^\s*sm_version:\s*(\d+)\s*$", re.MULTILINE)
 

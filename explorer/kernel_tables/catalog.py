@@ -21,6 +21,7 @@ from typing import Final
 from explorer.base.dtypes import normalize_dtype
 from explorer.base.engines import SERVING_ENGINES, ServingEngine
 from explorer.kernel_tables._grid import BoolArray, FloatArray
+from explorer.specs.engine import ENGINE_KINDS, NotAsServed, OverheadNotServed
 
 PACKAGE: Final = "aiconfigurator-core"
 _MODULE: Final = "aiconfigurator_core"
@@ -76,64 +77,14 @@ _PACKAGE_SPELLINGS: Final = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class NotAsServed:
-    """A shipped table whose collector did not time the calls as a serving step runs them, so it
-    does not price that engine's steps; the first stand-in engine with a table does."""
-
-    stand_ins: tuple[str, ...]
-    reason: str
-
-
-# (engine, op, dtype in the package's spelling) → why its table is not a serving step's time.
+# Each engine's table quirks are declared with the engine (explorer/specs/engine.py: ENGINE_KINDS,
+# with their sources); these are the lookups by (engine, op, dtype in the package's spelling).
 NOT_AS_SERVED: Final[dict[tuple[str, str, str], NotAsServed]] = {
-    ("vllm", "gemm", "fp8_block"): NotAsServed(
-        ("sglang", "trtllm"),
-        "vLLM's collector times fp8_block GEMMs without CUDA graphs (ai-dynamo/aiconfigurator "
-        "collector/vllm/collect_gemm.py @d5bad971c, the vLLM 0.24.0 data: use_cuda_graph="
-        "gemm_type != 'fp8_block'), so each call carries host launch time a CUDA-graph step "
-        "does not pay: at m ≤ 64 its times are 4x SGLang's on Hopper and 14-27x on Blackwell "
-        "(60-290 µs for any shape)"),
+    (e.slug, op, dtype): q for e in ENGINE_KINDS.values() for (op, dtype), q in e.not_as_served
 }
-
-
-@dataclass(frozen=True)
-class OverheadNotServed:
-    """A shipped GEMM table whose calls include an activation-quantization step a served
-    deployment does not run: its serving time is the table's time less that step's own measured
-    table (quantize/<engine>/<version>/<op>_perf.parquet of the same version), floored at the
-    GEMM's speed of light, as aiconfigurator's own query does."""
-
-    overhead_op: str  # the quantize table's op name: computescale
-    label: str  # what the provenance and the evaluation's sources say
-    reason: str
-
-
-# aiconfigurator's fp8_static rule (aic-core/rust/aiconfigurator-core/src/operators/gemm.rs
-# @90f7fc0fc, `GemmOp::query`): fp8_static = fp8 table − compute_scale(m, k), floored at the
-# GEMM's speed of light, not at 0; scale_matrix is subtracted too only for a low-precision input,
-# and ours is bf16.
-_FP8_STATIC_RULE = "aiconfigurator's fp8_static rule, gemm.rs @90f7fc0fc"
-
-# (engine, op, dtype in the package's spelling) → the overhead its table carries and a served
-# step does not. Only TRT-LLM's fp8: its collector builds the fp8 weights without an
-# input_scale, so FP8QDQ takes the dynamic-quantization path (collector/trtllm/collect_gemm.py
-# @dec5f4cd2, the 1.3.0rc20 data), while the FP8 checkpoints TRT-LLM serves (ModelOpt) carry
-# static input scales and take the static path.
-# Not SGLang: its compute_scale tables are all zeros (1625 of 1628 points on h100_sxm 0.5.14),
-# so there is nothing to subtract. Not vLLM either, by decision: its fp8 collector also times
-# the dynamic scheme (Fp8Config(activation_scheme="dynamic"), collector/vllm/collect_gemm.py
-# @d5bad971c, the 0.24.0 data) and its compute_scale table is not zero (median 0.7 µs a call at
-# m ≤ 64 on h100_sxm, against TRT-LLM's 7.3 µs).
 OVERHEAD_NOT_SERVED: Final[dict[tuple[str, str, str], OverheadNotServed]] = {
-    ("trtllm", "gemm", "fp8"): OverheadNotServed(
-        "computescale",
-        f"fp8 static: the measured dynamic-quant fp8 time less TRT-LLM's measured compute-scale "
-        f"time ({_FP8_STATIC_RULE})",
-        "TRT-LLM's collector builds its fp8 weights without an input_scale, so FP8QDQ runs the "
-        "dynamic-quantization path and each timed GEMM includes computing the activation's "
-        "scale (ai-dynamo/aiconfigurator collector/trtllm/collect_gemm.py @dec5f4cd2); the "
-        "ModelOpt FP8 checkpoints TRT-LLM serves carry static input scales"),
+    (e.slug, op, dtype): q for e in ENGINE_KINDS.values()
+    for (op, dtype), q in e.overhead_not_served
 }
 
 

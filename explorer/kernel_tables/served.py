@@ -30,12 +30,12 @@ from explorer.kernel_tables.catalog import (
     NOT_AS_SERVED,
     OVERHEAD_NOT_SERVED,
     Missing,
-    OverheadNotServed,
     table_dtype,
 )
 from explorer.kernel_tables.gemm import GemmTable, load_gemm_table
 from explorer.kernel_tables.moe import MoeShape
 from explorer.kernel_tables.quantize import load_compute_scale_table
+from explorer.specs.engine import OverheadNotServed
 from explorer.specs.hardware import HardwareSpec
 
 

@@ -5,32 +5,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from explorer.base.mechanisms import mechanism_of_alias, mechanism_slugs
 from explorer.base.quoting import quote
 from explorer.presets import mechanism_presets
-from explorer.specs.measured import KNOWN_MECHANISMS, DraftStyle, Mechanism
-
-_MECHANISM_ALIASES: dict[str, Mechanism] = {
-    "external": "external",
-    "external_draft": "external",
-    "draft": "external",
-    "draft_model": "external",
-    "draft_target": "external",
-    "standalone": "external",
-    "small_model": "external",
-    "mtp": "mtp",
-    "nextn": "mtp",
-    "deepseek_mtp": "mtp",
-    "eagle3": "eagle3",
-    "eagle_3": "eagle3",
-    "dflash": "dflash",
-    "dspark": "dspark",
-    "ngram": "ngram",
-    "n_gram": "ngram",
-    "prompt_lookup": "ngram",
-    "suffix": "ngram",
-    "suffix_decoding": "ngram",
-}
-KNOWN_MECHANISMS_TEXT = ", ".join(KNOWN_MECHANISMS)
+from explorer.specs.measured import DraftStyle, Mechanism
 
 
 @lru_cache(maxsize=4096)  # a 200k-row table names a few mechanisms: normalise each once
@@ -44,11 +22,12 @@ def normalize_mechanism(raw: str) -> tuple[Mechanism | None, DraftStyle | None, 
     s = re.sub(r"[^0-9a-z]+", "_", s).strip("_")
     if not s:
         return None, None, True
-    mech: Mechanism | None = _MECHANISM_ALIASES.get(s)
+    # Each mechanism's aliases are in its declaration (explorer/specs/mechanism.py).
+    mech: Mechanism | None = mechanism_of_alias(s)
     if mech is None:
         parts = s.split("_")
         for i in range(len(parts) - 1, 0, -1):
-            mech = _MECHANISM_ALIASES.get("_".join(parts[:i]))
+            mech = mechanism_of_alias("_".join(parts[:i]))
             if mech is not None:
                 break
     if mech is None:
@@ -84,4 +63,4 @@ def parse_draft_style(raw: str) -> tuple[DraftStyle | None, bool]:
 
 
 def unknown_mechanism_message(raw: str) -> str:
-    return f"unknown mechanism {quote(raw)}; known mechanisms: {KNOWN_MECHANISMS_TEXT}"
+    return f"unknown mechanism {quote(raw)}; known mechanisms: {', '.join(mechanism_slugs())}"

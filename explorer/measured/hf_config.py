@@ -28,11 +28,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from explorer.base.dtypes import WeightDtype
 from explorer.base.limits import MAX_FILE_BYTES
+from explorer.base.mechanisms import draft_model_mechanism, head_kind_of, mechanism_kind
 from explorer.base.quoting import quote
 from explorer.measured._bounds import check_json_shape
 from explorer.measured._json import json_int, load_json
 from explorer.measured._problems import Collector, validation_message
-from explorer.presets import model_presets
+from explorer.presets import mechanism_presets, model_presets
 from explorer.specs.architecture import DrafterSpec, ModelSpec
 from explorer.specs.measured import Problem
 
@@ -62,9 +63,6 @@ MAMBA_STATE_NOTE = (
     "read once and written once per verified token (1+D states kept so rejected draft tokens "
     "roll back; their memory is not counted), in/out projections as GEMMs; no KV cache, "
     "constant in the context")
-HEADS: dict[str, Literal["eagle3", "dflash", "dspark"]] = {
-    "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark",
-}
 KNOWN_TYPES = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
     "qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "deepseek_v2", "deepseek_v3",
@@ -167,14 +165,10 @@ def _architecture(cfg: Mapping[str, Any], col: Collector) -> str:
     return str(archs[0]) if archs else ""
 
 
-def _head_kind(arch: str, cfg: Mapping[str, Any]) -> Literal["eagle3", "dflash", "dspark"] | None:
+def _head_kind(arch: str, cfg: Mapping[str, Any]) -> str | None:
+    """The head kind the config names (each mechanism declares its words and marker keys)."""
     key = (arch + " " + str(cfg.get("model_type", ""))).lower()
-    for word, kind in HEADS.items():
-        if word in key:
-            return kind
-    if "draft_vocab_size" in cfg or "eagle_config" in cfg:
-        return "eagle3"
-    return None
+    return head_kind_of(key, frozenset(str(k) for k in cfg))
 
 
 def _quant(cfg: Mapping[str, Any], quant: Mapping[str, Any] | None, col: Collector,
@@ -687,7 +681,7 @@ def parse_config(text: str, *, name: str = "", quant_text: str | None = None,
         problems=col.problems())
 
 
-def _drafter(kind: Literal["eagle3", "dflash", "dspark"], cfg: Mapping[str, Any],
+def _drafter(kind: str, cfg: Mapping[str, Any],
              col: Collector, notes: list[str], label: str, source: str) -> DrafterSpec | None:
     r = _Reader(cfg, col)
     layers = r.num("num_hidden_layers", lo=1, hi=MAX_LAYERS, default=1)
@@ -706,16 +700,20 @@ def _drafter(kind: Literal["eagle3", "dflash", "dspark"], cfg: Mapping[str, Any]
             and dims["hidden"] % dims["q_heads"] == 0:
         dims["head_dim"] = dims["hidden"] // dims["q_heads"]
     shape = ", ".join(f"{k} {v}" for k, v in dims.items() if v is not None)
-    if kind == "eagle3" and vocab is None:
+    decl = mechanism_kind(kind)  # the head's declaration: does it carry its own vocabulary?
+    own_vocab = decl is not None and decl.head_own_vocab
+    if own_vocab and vocab is None:
         vocab = r.num("vocab_size", lo=1, hi=MAX_VOCAB)
-    if kind != "eagle3":
+    if not own_vocab:
         vocab = None  # block drafters share the target's LM head
         notes.append(f"{kind}: {layers} layer(s) at {shape or 'the target dims'} (the rest "
                      "the target's), the target's vocabulary"
                      + (f"; block_size {block} (D ≤ {block - 1} per round)" if block else ""))
     else:
-        notes.append(f"EAGLE-3 head: {layers} layer(s) at {shape or 'the target dims'} (the "
-                     f"rest the target's), draft vocabulary {vocab}")
+        spec = mechanism_presets().get(kind)
+        notes.append(f"{spec.name if spec else kind}: {layers} layer(s) at "
+                     f"{shape or 'the target dims'} (the rest the target's), draft vocabulary "
+                     f"{vocab}")
     if col.has_errors:
         return None
     try:
@@ -733,7 +731,7 @@ def parse_drafter(text: str, *, name: str = "", quant_text: str | None = None,
     res = parse_config(text, name=name, quant_text=quant_text, role="draft", source=source)
     if res.model is None:
         return res
-    drafter = DrafterSpec(kind="external", name=res.model.name, model=res.model,
+    drafter = DrafterSpec(kind=draft_model_mechanism(), name=res.model.name, model=res.model,
                           source=res.model.source, notes=res.notes)
     return res.model_copy(update={"drafter": drafter, "model": None,
                                   "summary": f"{res.summary} (external draft model)"})

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from explorer.base.mechanisms import DEFAULT_MECHANISM
 from explorer.measured._entry import PARSERS, parse_as
 from explorer.measured.schemas import (
     AlCurveRow,
@@ -65,7 +66,7 @@ _POSITION_CSV = "\n".join(
 _SPECDEC_PROFILE: dict[str, Any] = {
     "schema_version": "1.0",
     "measured": True,
-    "method": "eagle3",
+    "method": DEFAULT_MECHANISM,
     "draft_checkpoint": {"id": "org/draft-checkpoint"},
     "target_model": {"id": "org/target-model"},
     "num_speculative_tokens": 3,

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from scipy.interpolate import PchipInterpolator
 
 from explorer.base.limits import MAX_DRAFT_LEN
+from explorer.base.mechanisms import DEFAULT_MECHANISM
 from explorer.model.acceptance import (
     al_iid,
     fit_decaying,
@@ -183,7 +184,7 @@ def curve_al(curve: AcceptanceCurve, draft_len: npt.ArrayLike, block: bool,
     if shape is None:
         from explorer.presets import mechanism_presets
 
-        shape = mechanism_presets()[curve.mechanism or "eagle3"]
+        shape = mechanism_presets()[curve.mechanism or DEFAULT_MECHANISM]
     positions = max(POSITIONS, int(xs[-1]))
     dd = np.arange(positions + 1, dtype=np.float64)  # the whole table, D = 0..positions
     prior_m = marginal_from_conditional(prior_conditional(shape, positions))

@@ -27,7 +27,7 @@ from explorer.model.engine_costs import apply_engine_profile, graph_shape
 from explorer.model.layers import KERNELS_PER_LAYER, Breakdown, LayerModel, total
 from explorer.model.measured_kernels import MeasuredKernels, measured_kernels
 from explorer.model.resolve import Resolved, resolve
-from explorer.presets import engine_profiles
+from explorer.presets import serving_engine
 from explorer.specs.architecture import ModelSpec
 from explorer.specs.hardware import STEP_TERM_OVERRIDES, HardwareOverrides
 from explorer.specs.scenario import Scenario
@@ -78,7 +78,9 @@ class ScenarioModel:
         self.r = resolved
         sc = resolved.scenario
         hw = resolved.hardware
-        self.engine = engine_profiles()[sc.engine]
+        # The scenario's engine, resolved once: its declaration and its cost profile.
+        self.serving_engine = serving_engine(sc.engine)
+        self.engine = self.serving_engine.profile
         self.kernel_corrections: KernelCorrections | None = None
         if sc.measured_kernels is not None:
             mk = sc.measured_kernels

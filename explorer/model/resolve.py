@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from explorer.base.errors import ScenarioError
 from explorer.base.limits import MAX_DRAFT_LEN
+from explorer.base.mechanisms import mechanism_kind
 from explorer.presets import (
     DEFAULT_DRAFT_MODEL,
     hardware_presets,
@@ -86,7 +87,8 @@ def apply_drafter(mech: MechanismSpec, drafter: DrafterSpec | None) -> Mechanism
     if drafter is None or drafter.kind != mech.slug:
         return mech
     update: dict[str, object] = {"draft_layers": drafter.draft_layers}
-    if drafter.kind == "eagle3":
+    kind = mechanism_kind(drafter.kind)
+    if kind is not None and kind.head_own_vocab:
         update["draft_vocab"] = drafter.draft_vocab
     if drafter.block_size is not None and mech.is_block:
         # A block drafter fills block_size positions: the anchor and D ≤ block_size − 1 drafts.
@@ -138,10 +140,9 @@ def resolve(scenario: Scenario) -> Resolved:
         hw = scenario.hardware_overrides.apply(hw)
     # Uncovered calls are priced on the roofline fitted on the scenario's engine's tables.
     hw = hw.for_engine(scenario.engine)
-    external = scenario.custom_drafter is not None and scenario.custom_drafter.kind == "external"
     draft = None
-    if external:
-        assert scenario.custom_drafter is not None
+    if scenario.custom_drafter is not None and scenario.custom_drafter.model is not None:
+        # an external draft model's config (DrafterSpec carries a model exactly then)
         draft = scenario.custom_drafter.model
     else:
         draft_slug = scenario.draft_model or _default_draft(scenario, model)

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from explorer.base.mechanisms import DrafterKindSlug, mechanism_kind
+
 # Absorbed-MLA projection shapes (DeepSeek-V3 config_671B.json, reference/models.csv):
 # q_lora_rank 1536, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128.
 MLA_Q_LORA_RANK = 1536
@@ -240,7 +242,10 @@ class ModelSpec(BaseModel):
         return float(per_model + self.embedding_param_count())
 
 
-DrafterKind = Literal["eagle3", "dflash", "dspark", "external"]
+
+
+# A mechanism a drafter config.json can be priced as (its declaration's drafter_config).
+DrafterKind = DrafterKindSlug
 
 
 class DrafterSpec(BaseModel):
@@ -268,6 +273,7 @@ class DrafterSpec(BaseModel):
 
     @model_validator(mode="after")
     def _model_iff_external(self) -> DrafterSpec:
-        if (self.model is not None) != (self.kind == "external"):
+        kind = mechanism_kind(self.kind)
+        if (self.model is not None) != (kind is not None and kind.drafter_config == "model"):
             raise ValueError("model: an external draft model carries its ModelSpec, a head none")
         return self

@@ -10,12 +10,14 @@ verifies.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from explorer.base.engines import ServingEngine
+from explorer.base.engines import SERVING_ENGINES, ServingEngine
 
 CaptureUnit = Literal["tokens", "requests"]
 NgramNoMatch = Literal["one", "full"]
@@ -108,3 +110,137 @@ class EngineProfile(BaseModel):
             f"{'1 token' if self.ngram_no_match == 'one' else 'the full width'}"
             f"{tag('ngram_no_match')}"
         )
+
+
+# --- the engine registry ------------------------------------------------------------------------
+# One declaration per serving engine: what is not a number of data/engines.csv (the profile
+# above). The Scenario carries the engine's slug; the model resolves it once to an `Engine`
+# (explorer.presets.serving_engine: this declaration + its profile). Nothing else writes an
+# engine's slug (tests/unit/test_registries.py counts the files). Recipe: README.md, Layout.
+
+
+@dataclass(frozen=True)
+class NotAsServed:
+    """A shipped table whose collector did not time the calls as a serving step runs them, so it
+    does not price that engine's steps; the first stand-in engine with a table does."""
+
+    stand_ins: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class OverheadNotServed:
+    """A shipped GEMM table whose calls include an activation-quantization step a served
+    deployment does not run: its serving time is the table's time less that step's own measured
+    table (quantize/<engine>/<version>/<op>_perf.parquet of the same version), floored at the
+    GEMM's speed of light, as aiconfigurator's own query does."""
+
+    overhead_op: str  # the quantize table's op name: computescale
+    label: str  # what the provenance and the evaluation's sources say
+    reason: str
+
+
+# aiconfigurator's fp8_static rule (aic-core/rust/aiconfigurator-core/src/operators/gemm.rs
+# @90f7fc0fc, `GemmOp::query`): fp8_static = fp8 table − compute_scale(m, k), floored at the
+# GEMM's speed of light, not at 0; scale_matrix is subtracted too only for a low-precision input,
+# and ours is bf16.
+_FP8_STATIC_RULE = "aiconfigurator's fp8_static rule, gemm.rs @90f7fc0fc"
+
+TableKey = tuple[str, str]  # (op, dtype in the aiconfigurator package's spelling)
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    """One serving engine's declaration."""
+
+    slug: ServingEngine  # also its folder name in the aiconfigurator package's tables
+    name: str  # as people write it: the one spelling in pages, notes and exports
+    config_key: str  # its key in an exported EngineConfigs (JSON)
+    vendors: frozenset[str] | None = None  # GPU vendors it runs on; None: any
+    # Shipped tables not timed as a serving step runs them: the stand-in engines that price it.
+    not_as_served: tuple[tuple[TableKey, NotAsServed], ...] = ()
+    # Shipped GEMM tables whose calls include a quantization step a served step does not run.
+    overhead_not_served: tuple[tuple[TableKey, OverheadNotServed], ...] = ()
+    # The kernel a table version runs by default per SM, where several kernels measured the
+    # same configuration (the package's systems/attention_lane_defaults.yaml; a test checks it).
+    attention_default_lanes: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+
+    def runs_on(self, vendor: str) -> bool:
+        return self.vendors is None or vendor in self.vendors
+
+
+ENGINE_KINDS: Final[dict[str, EngineKind]] = {e.slug: e for e in (
+    EngineKind(
+        "vllm", "vLLM", "vllm",
+        # (engine, op, dtype in the package's spelling) → why its table is not a serving
+        # step's time.
+        not_as_served=((("gemm", "fp8_block"), NotAsServed(
+            ("sglang", "trtllm"),
+            "vLLM's collector times fp8_block GEMMs without CUDA graphs (ai-dynamo/aiconfigurator "
+            "collector/vllm/collect_gemm.py @d5bad971c, the vLLM 0.24.0 data: use_cuda_graph="
+            "gemm_type != 'fp8_block'), so each call carries host launch time a CUDA-graph step "
+            "does not pay: at m ≤ 64 its times are 4x SGLang's on Hopper and 14-27x on Blackwell "
+            "(60-290 µs for any shape)")),)),
+    EngineKind(
+        "sglang", "SGLang", "sglang",
+        attention_default_lanes={
+            "0.5.14": {90: "fa3", 100: "triton", 103: "triton", 120: "flashinfer"}}),
+    EngineKind(
+        "trtllm", "TensorRT-LLM", "tensorrt_llm", vendors=frozenset({"nvidia"}),
+        # Only TRT-LLM's fp8: its collector builds the fp8 weights without an input_scale, so
+        # FP8QDQ takes the dynamic-quantization path (collector/trtllm/collect_gemm.py
+        # @dec5f4cd2, the 1.3.0rc20 data), while the FP8 checkpoints TRT-LLM serves (ModelOpt)
+        # carry static input scales and take the static path.
+        # Not SGLang: its compute_scale tables are all zeros (1625 of 1628 points on h100_sxm
+        # 0.5.14), so there is nothing to subtract. Not vLLM either, by decision: its fp8
+        # collector also times the dynamic scheme (Fp8Config(activation_scheme="dynamic"),
+        # collector/vllm/collect_gemm.py @d5bad971c, the 0.24.0 data) and its compute_scale
+        # table is not zero (median 0.7 µs a call at m ≤ 64 on h100_sxm, against TRT-LLM's
+        # 7.3 µs).
+        overhead_not_served=((("gemm", "fp8"), OverheadNotServed(
+            "computescale",
+            f"fp8 static: the measured dynamic-quant fp8 time less TRT-LLM's measured "
+            f"compute-scale time ({_FP8_STATIC_RULE})",
+            "TRT-LLM's collector builds its fp8 weights without an input_scale, so FP8QDQ runs "
+            "the dynamic-quantization path and each timed GEMM includes computing the "
+            "activation's scale (ai-dynamo/aiconfigurator collector/trtllm/collect_gemm.py "
+            "@dec5f4cd2); the ModelOpt FP8 checkpoints TRT-LLM serves carry static input "
+            "scales")),)),
+)}
+assert tuple(ENGINE_KINDS) == SERVING_ENGINES, "declare every serving engine, in order"
+# Handles for code that means one engine by what it is (its config writer, a reference measured
+# on it), never by comparing a slug.
+VLLM, SGLANG, TRTLLM = ENGINE_KINDS.values()
+
+
+def engine_kind(slug: str) -> EngineKind:
+    """The declaration of a serving engine (KeyError for an unknown slug)."""
+    return ENGINE_KINDS[slug]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A serving engine as the model uses it: its declaration and its cost profile
+    (data/engines.csv), composed; resolved once per scenario (explorer.presets.serving_engine)."""
+
+    kind: EngineKind
+    profile: EngineProfile
+
+    @property
+    def slug(self) -> str:
+        return self.kind.slug
+
+    @property
+    def name(self) -> str:
+        return self.kind.name
+
+    @property
+    def capture_sizes(self) -> tuple[int, ...]:
+        return self.profile.capture_sizes
+
+    @property
+    def pads_to_capture(self) -> bool:
+        return self.profile.pads_to_capture
+
+    def runs_on(self, vendor: str) -> bool:
+        return self.kind.runs_on(vendor)

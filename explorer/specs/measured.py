@@ -32,10 +32,12 @@ from explorer.base.limits import (
     MAX_TIME_S,
     MIN_TIME_S,
 )
+from explorer.base.mechanisms import BUILTIN_MECHANISMS, MechanismSlug
 from explorer.base.quoting import bounded
 
-Mechanism = Literal["external", "mtp", "eagle3", "dflash", "dspark", "ngram"]
-KNOWN_MECHANISMS: tuple[Mechanism, ...] = ("external", "mtp", "eagle3", "dflash", "dspark", "ngram")
+# A registered mechanism's slug (explorer/specs/mechanism.py: the registry, not a Literal).
+Mechanism = MechanismSlug
+KNOWN_MECHANISMS: tuple[str, ...] = BUILTIN_MECHANISMS
 DraftStyle = Literal["chain", "block"]
 Severity = Literal["error", "warning"]
 

@@ -8,6 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from explorer.base.limits import MAX_DRAFT_LEN
 
+# The registry (one declaration per mechanism: what is not a sourced number) is
+# explorer/base/mechanisms.py, below the specs so that every spec module can ask it.
+
 DraftStyle = Literal["chain", "block", "block_serial", "lookup"]
 # Where the draft weights come from: a separate small LLM (the scenario's draft model), a
 # separately trained drafter checkpoint, the MTP layers shipped in the target checkpoint, none.
@@ -72,3 +75,4 @@ class MechanismSpec(BaseModel):
     def is_block(self) -> bool:
         """Block drafters produce D tokens in one pass; their AL is only valid at measured D."""
         return self.draft_style in ("block", "block_serial")
+

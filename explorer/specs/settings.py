@@ -42,6 +42,7 @@ from pydantic import Field, ValidationError
 from explorer.base.dtypes import KV_DTYPES, WEIGHT_DTYPES, normalize_dtype
 from explorer.base.engines import DEFAULT_ENGINE, SERVING_ENGINES
 from explorer.base.limits import MAX_DRAFT_LEN, VIEW_MAX_DRAFT_LEN
+from explorer.base.mechanisms import DEFAULT_MECHANISM, draft_model_mechanism
 from explorer.specs.architecture import DrafterSpec, ModelSpec
 from explorer.specs.compact import MAX_PACKED_CHARS, pack, packed_problem
 from explorer.specs.deployment import DEFAULT_PROFILE_URL, URL_MAX_CHARS, url_problem
@@ -131,7 +132,7 @@ class Setting:
 # Examples of packed custom specs (the tests' round trips; any valid spec packs the same way).
 _EXAMPLE_MODEL = ModelSpec(slug="hf-example-00000000", name="example", layers=2, hidden=64,
                            q_heads=4, kv_heads=2, head_dim=16, ffn_intermediate=128, vocab=1000)
-_EXAMPLE_DRAFTER = DrafterSpec(kind="eagle3", name="example head", draft_layers=1,
+_EXAMPLE_DRAFTER = DrafterSpec(kind=DEFAULT_MECHANISM, name="example head", draft_layers=1,
                                draft_vocab=32000)
 
 SETTINGS: tuple[Setting, ...] = (
@@ -140,13 +141,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("m", "target model", "Target model", str, "llama-3.1-70b", "Scenario", field="model",
             description="target model preset slug", presets="model",
             preset_roles=("target", "both"), flag="--model"),
-    Setting("mech", "mechanism", "Draft mechanism", str, "eagle3", "Scenario",
+    Setting("mech", "mechanism", "Draft mechanism", str, DEFAULT_MECHANISM, "Scenario",
             field="mechanism", description="draft mechanism slug", presets="mechanism",
             flag="--mechanism", sweep=True),
     Setting("dm", "draft model", "Draft model", str, "", "Scenario", field="draft_model",
             description="draft model slug (external)", presets="model",
             preset_roles=("draft", "both"), none_value="",
-            none_label="default for the target", applies_when=("mech", "external"),
+            none_label="default for the target", applies_when=("mech", draft_model_mechanism()),
             flag="--draft-model"),
     Setting("b", "batch B", "Batch B (sequences, log scale)", int, 32, "The article's knobs",
             field="batch", description="B, concurrent sequences", unit="sequences",

@@ -17,10 +17,10 @@ from explorer.calibration import (
     back_out_draft_cost,
     fit_kernel_efficiencies,
 )
+from explorer.calibration.measured_file import apply_measured_file
 from explorer.measured import FORMATS, ParseResult, json_schema, parse_bytes
 from explorer.model.grid import scenario_model
-from explorer.specs.hardware import HardwareOverrides
-from explorer.specs.measured import AcceptanceCurve, KernelTimings, StepTimings
+from explorer.specs.measured import KernelTimings, StepTimings
 from explorer.specs.scenario import Scenario
 from explorer.ui import bench_ui, model_upload
 from explorer.ui.data_figures import (
@@ -28,56 +28,23 @@ from explorer.ui.data_figures import (
     draft_backout_figure,
     uploaded_curves_figure,
 )
+from explorer.ui.state import (
+    ACTIVE_CURVE,
+    DATASETS,
+    MEASURED_KERNELS,
+    MEASURED_STEPS,
+    OVERRIDES,
+    UPLOAD_ERRORS,
+    active_curve,
+    datasets,
+    hardware_overrides,
+)
 from explorer.ui.text import md_text
 
-DATASETS = "datasets"  # name → ParseResult, in this browser session
-ACTIVE_CURVE = "active_curve"  # "dataset name::curve index"
-OVERRIDES = "hw_overrides"  # HardwareOverrides applied to the whole explorer
-UPLOAD_ERRORS = "upload_errors"
-MEASURED_KERNELS = "use_measured_kernels"  # KernelTimings replacing matching kernels
-MEASURED_STEPS = "use_measured_steps"  # StepTimings replacing the model's steps
-
-
-def measured_updates() -> dict[str, Any]:
-    """Measured tables the user chose to use: fields to set on the explorer's scenario."""
-    out: dict[str, Any] = {}
-    for key, field in ((MEASURED_KERNELS, "measured_kernels"), (MEASURED_STEPS, "measured_steps")):
-        if st.session_state.get(key) is not None:
-            out[field] = st.session_state[key]
-    out.update(model_upload.updates())  # a model from its config.json (this page's section)
-    return out
-
-
-def load_saved(scenario: Scenario) -> None:
-    """A saved scenario's measured data become this page's state: its calibrated hardware and
-    the kernel/step times it uses (the uploaded AL curve travels in its acceptance)."""
-    st.session_state[OVERRIDES] = scenario.hardware_overrides
-    st.session_state[MEASURED_KERNELS] = scenario.measured_kernels
-    st.session_state[MEASURED_STEPS] = scenario.measured_steps
-    model_upload.load_saved(scenario)
-
-
-def datasets() -> dict[str, ParseResult]:
-    return st.session_state.setdefault(DATASETS, {})  # type: ignore[no-any-return]
-
-
-def active_curve() -> AcceptanceCurve | None:
-    """The uploaded curve chosen as the AL source, labelled with its dataset's name."""
-    key = st.session_state.get(ACTIVE_CURVE)
-    if not key:
-        return None
-    name, _, idx = key.partition("::")
-    result = datasets().get(name)
-    if result is None or not idx.isdigit() or int(idx) >= len(result.curves):
-        return None
-    curve = result.curves[int(idx)]
-    return curve.with_label(f"{name}: {curve.label}")
-
-
-def hardware_overrides() -> HardwareOverrides | None:
-    value = st.session_state.get(OVERRIDES)
-    return value if isinstance(value, HardwareOverrides) else None
-
+# The session's loaded data and the choices made here are owned by explorer/ui/state.py, which
+# the other pages read; these names stay importable from here for older callers.
+__all__ = ["ACTIVE_CURVE", "DATASETS", "active_curve", "datasets", "hardware_overrides",
+           "render"]
 
 def _ingest() -> None:
     """on_change of the uploader: a bad file never replaces what the user already has."""
@@ -154,12 +121,14 @@ def _curves_section(loaded: dict[str, ParseResult]) -> None:
 
 
 def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
-    tables = [r.kernel_timings for r in loaded.values() if r.kernel_timings is not None]
-    if not tables:
+    files = [(n, r) for n, r in loaded.items() if r.kernel_timings is not None]
+    if not files:
         return
     st.subheader("Calibrate the hardware to your kernel timings")
     hw = scenario_model(scenario.model_copy(update={"hardware_overrides": None})).r.hardware
-    t = tables[-1]
+    name, result = files[-1]
+    t = result.kernel_timings
+    assert t is not None
     cal: Calibration | None = None
     try:
         cal = fit_kernel_efficiencies(hw, t.gemm, t.attention)  # cached per (hardware, table)
@@ -174,12 +143,15 @@ def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> 
         st.plotly_chart(fig, width="stretch", key="fig_calibration")
         cols = st.columns(2)
         if cols[0].button("Apply calibrated hardware to the explorer", key="apply_cal"):
-            st.session_state[OVERRIDES] = cal.overrides
+            # what the file does to a scenario: one decision, shared with the CLI
+            st.session_state[OVERRIDES] = apply_measured_file(
+                scenario, result, name, {"calibrate"}).hardware_overrides
         if cols[1].button("Back to the preset", key="clear_cal"):
             st.session_state[OVERRIDES] = None
     c2 = st.columns(2)
     if c2[0].button("Use these kernel times where shapes match", key="use_kernels"):
-        st.session_state[MEASURED_KERNELS] = t
+        st.session_state[MEASURED_KERNELS] = apply_measured_file(
+            scenario, result, name, {"times"}).measured_kernels
     if c2[1].button("Stop using measured kernel times", key="drop_kernels"):
         st.session_state[MEASURED_KERNELS] = None
     used: KernelTimings | None = st.session_state.get(MEASURED_KERNELS)
@@ -196,11 +168,12 @@ def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> 
 
 
 def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
-    tables = [r.step_timings for r in loaded.values() if r.step_timings is not None]
-    if not tables:
+    files = [(n, r) for n, r in loaded.items() if r.step_timings is not None]
+    if not files:
         return
-    t = tables[-1]
-    name = next(n for n, r in loaded.items() if r.step_timings is t)
+    name, result = files[-1]
+    t = result.step_timings
+    assert t is not None
     whole = t.includes_draft
     st.subheader("Measured step times")
     kind = ("whole speculation rounds (drafting included)" if whole
@@ -209,7 +182,8 @@ def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
                 f"the explorer's context S={scenario.context}.")
     c = st.columns(2)
     if c[0].button("Use these step times in the explorer", key="use_steps"):
-        st.session_state[MEASURED_STEPS] = t
+        st.session_state[MEASURED_STEPS] = apply_measured_file(
+            scenario, result, name, {"times"}).measured_steps
     if c[1].button("Stop using measured step times", key="drop_steps"):
         st.session_state[MEASURED_STEPS] = None
     if st.session_state.get(MEASURED_STEPS) is not None:

@@ -33,8 +33,8 @@ from explorer.specs.deployment import (
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
 from explorer.specs.settings import SETTING_BY_KEY
-from explorer.ui import data_page
 from explorer.ui import deploy_figures as fig
+from explorer.ui import state
 from explorer.ui.text import md_text
 
 PROFILE_KEY = "dp"
@@ -58,7 +58,7 @@ def uploaded_curves(mechanism: str) -> dict[str, AcceptanceCurve]:
     """This session's uploaded AL curves of the mechanism (or of none named), as workload
     sources: `upload:<file>#<n>` (characters the link form uses as separators replaced)."""
     out: dict[str, AcceptanceCurve] = {}
-    for name, result in data_page.datasets().items():
+    for name, result in state.datasets().items():
         for i, c in enumerate(result.curves):
             if c.mechanism in (None, mechanism):
                 key = re.sub(r"[|*~]", "_", f"upload:{name}#{i}")[:200]

@@ -20,8 +20,8 @@ from explorer.presets import mechanism_presets
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
-from explorer.ui import data_page, export_panel
 from explorer.ui import explorer_charts as charts
+from explorer.ui import export_panel, state
 from explorer.ui.text import md_text
 
 
@@ -41,19 +41,19 @@ def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = No
                      "using the mechanism prior.")
     sc, rejected = view_scenario(values, uploaded)
     notes.extend(rejected)
-    measured = data_page.measured_updates()
+    measured = state.measured_updates()
     if measured:
         sc = sc.model_copy(update=measured)
     if overrides is not None:
         sc = sc.model_copy(update={"hardware_overrides": overrides})
         notes.append(f"Hardware calibrated to your timings: {overrides.label}")
     # The cached evaluation is the check: render() reuses its result.
-    sc, fallbacks = with_fallbacks(sc, lambda s: _evaluate(s.model_dump_json()))
+    sc, fallbacks = with_fallbacks(sc, lambda s: _evaluate(s))
     return sc, notes + [f.note for f in fallbacks]
 
 
-def _evaluate(js: str) -> tuple[Evaluation, Recommendation]:
-    return charts.evaluation(js), charts.recommendation(js)
+def _evaluate(key: charts.Key) -> tuple[Evaluation, Recommendation]:
+    return charts.evaluation(key), charts.recommendation(key)
 
 
 def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
@@ -80,7 +80,7 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         return
     for n in notes:
         st.warning(n, icon=":material/warning:")
-    js = sc.model_dump_json()
+    js: charts.Key = sc  # the caches key on the frozen scenario (its hash), not on its JSON
     ev, rec = _evaluate(js)
 
     c = st.columns(5)
@@ -138,16 +138,12 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     _view_switcher(sc, js, ev, rec, values)
 
 
-VIEW_LABELS = {
-    "surface": "Speedup surface", "tiles": "Tile steps", "gemm": "GEMM efficiency",
-    "al": "AL vs D", "pareto": "Pareto & SLO", "time": "Where the time goes",
-    "mechanisms": "Mechanisms", "sources": "Sources", "export": "Export",
-}
+VIEW_LABELS = us.VIEW_TITLES  # each view's key (`vw`) and title: declared once there
 SHOW_3D_KEY = "show_3d"
 TILE_NORM_KEY = "tile_norm"
 
 
-def _view_switcher(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _view_switcher(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
                    values: dict[str, Any]) -> None:
     """One view at a time: only its data is computed, its charts built, sent and drawn. The
     choice is bound to the link (`vw`, explorer/interfaces/view_state.py); a link without it
@@ -179,7 +175,7 @@ def _view_to_url() -> None:
         st.query_params[us.VIEW_KEY] = view
 
 
-def _chart(js: str, name: str, options: charts.Options = (), marked: bool = True) -> None:
+def _chart(js: charts.Key, name: str, options: charts.Options = (), marked: bool = True) -> None:
     fig = (charts.chart if marked else charts.unmarked)(js, name, options)
     if fig is not None:
         st.plotly_chart(fig, width="stretch", key=f"fig_{name}")
@@ -189,7 +185,7 @@ MARK_POINT_KEY = "mark_point"
 
 
 @st.fragment
-def _surface_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _surface_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
                   values: dict[str, Any]) -> None:
     """The heatmaps do not depend on D (the (B, D) one not on B either): left unmarked, they stay
     drawn while the sliders move; marked, both are drawn anew on every move (a fragment: the
@@ -205,14 +201,14 @@ def _surface_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
 
 
 @st.fragment
-def _surface_3d(js: str) -> None:
+def _surface_3d(js: charts.Key) -> None:
     """The WebGL surface only on request (a fragment: the toggle reruns only this)."""
     if st.toggle("Show the 3D surface (WebGL)", key=SHOW_3D_KEY, value=False):
         _chart(js, "speedup_surface_3d")
 
 
 @st.fragment
-def _tiles_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _tiles_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
                 values: dict[str, Any]) -> None:
     norm = st.toggle("Normalized throughput", value=True, key=TILE_NORM_KEY)
     _chart(js, "tile_steps_current", (("normalized", norm),))
@@ -220,17 +216,17 @@ def _tiles_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
     _chart(js, "tile_steps_article", (("normalized", norm),))
 
 
-def _gemm_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _gemm_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
                values: dict[str, Any]) -> None:
     _chart(js, "gemm_efficiency")
 
 
-def _al_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _al_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
              values: dict[str, Any]) -> None:
     _chart(js, "al_vs_d")
 
 
-def _pareto_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _pareto_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
                  values: dict[str, Any]) -> None:
     slo = float(values.get("slo") or 0)
     _chart(js, "pareto", (("slo", slo),))
@@ -253,13 +249,13 @@ def _pareto_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
                  hide_index=True, height=220)
 
 
-def _time_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _time_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
                values: dict[str, Any]) -> None:
     _chart(js, "time_breakdown")
     st.caption(f"Attention is {ev.attention_fraction:.0%} of T_verif without speculation.")
 
 
-def _mechanisms_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _mechanisms_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
                      values: dict[str, Any]) -> None:
     best_each = charts.best_per_mechanism(rec)
     rows = [{"mechanism": o.mechanism_name, "D": o.draft_len, "speedup ×": round(o.speedup, 3),
@@ -295,7 +291,7 @@ def _mechanisms_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
                    f"{md_text(why)}")
 
 
-def _sources_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _sources_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
                   values: dict[str, Any]) -> None:
     st.markdown("Where each number comes from:")
     st.markdown(f"- **AL evidence**: {md_text(ev.acceptance_evidence)}; decoding "
@@ -308,12 +304,11 @@ def _sources_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
                "tiles of 128 query rows per KV head (the article's kernels).")
 
 
-def _export_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _export_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
                  values: dict[str, Any]) -> None:
-    norm = (("normalized", bool(st.session_state.get(TILE_NORM_KEY, True))),)
-    options: dict[str, charts.Options] = {
-        "tile_steps_current": norm, "tile_steps_article": norm,
-        "pareto": (("slo", float(values.get("slo") or 0)),)}
+    current = {"normalized": bool(st.session_state.get(TILE_NORM_KEY, True)),
+               "slo": float(values.get("slo") or 0)}
+    options = {name: charts.chart_options(name, current) for name in charts.CHARTS}
     export_panel.render(sc, charts.all_charts(js, options))
 
 

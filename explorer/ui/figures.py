@@ -10,16 +10,13 @@ import plotly.graph_objects as go
 from explorer.analysis.frontier import ParetoFrontier
 from explorer.analysis.views import ALSeries, GemmCurve, Surface, TileCurve, tile_boundaries
 from explorer.base.limits import VIEW_MAX_DRAFT_LEN
+from explorer.base.mechanisms import mechanism_colour
 from explorer.model.layers import COMPONENTS
 from explorer.ui.text import plotly_text
 
 COMPONENT_COLORS = {
     "gemm": "#4C78A8", "attention": "#F58518", "moe": "#54A24B", "communication": "#B279A2",
     "overhead": "#9D755D", "lm_head": "#72B7B2",
-}
-MECH_COLORS = {
-    "external": "#4C78A8", "mtp": "#F58518", "eagle3": "#E45756", "dflash": "#72B7B2",
-    "dspark": "#54A24B", "ngram": "#B279A2",
 }
 _LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "hovermode": "closest",
            "legend": {"orientation": "h", "y": -0.28}}
@@ -296,11 +293,11 @@ def al_figure(curves: list[ALSeries], selected: str) -> go.Figure:
             x=_f32(xs), y=_f32(ys), mode="lines+markers", text=text,
             name=f"{mech}: {len(group)} published curve(s)",
             visible=True if mech == selected else "legendonly",
-            line={"color": MECH_COLORS.get(mech, "#888"), "width": 1},
+            line={"color": mechanism_colour(mech), "width": 1},
             marker={"size": 5},
             hovertemplate="D=%{x}<br>AL=%{y:.2f}<br>%{text}<extra>" + mech + "</extra>"))
     for c in priors:
-        color = MECH_COLORS.get(c.mechanism, "#888")
+        color = mechanism_colour(c.mechanism)
         is_prior = c.kind == "prior"
         visible: bool | str = True if (c.mechanism == selected or is_prior) else "legendonly"
         width = 3 if c.mechanism == selected else 1.5
@@ -360,7 +357,7 @@ def speedup_band_figure(series: list[tuple[str, str, list[int], list[float], lis
     `series`: (slug, name, D, speedup, low, high)."""
     fig = go.Figure()
     for slug, name, d, sp, lo, hi in series:
-        color = MECH_COLORS.get(slug, "#888")
+        color = mechanism_colour(slug)
         x = np.asarray(d, dtype=np.float64)
         label = plotly_text(name[:60])
         _add_band(fig, x, (np.asarray(lo), np.asarray(hi)), color, label, True)

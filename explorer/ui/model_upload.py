@@ -100,7 +100,7 @@ def _use_draft(label: str, text: str) -> None:
     d = parse_drafter(text, name=label).drafter
     st.session_state[DRAFTER] = pack(d) if d is not None else ""
     if d is not None:
-        st.session_state["mech"] = "external" if d.kind == "external" else d.kind
+        st.session_state["mech"] = d.kind
 
 
 def _clear(key: str) -> None:

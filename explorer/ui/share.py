@@ -25,7 +25,7 @@ from explorer.interfaces.store import (
 )
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
-from explorer.ui import data_page
+from explorer.ui import state as ui_state
 from explorer.ui.text import md_text
 
 LOADED = "_share_record"  # the StoredScenario this session opened or saved last
@@ -54,7 +54,7 @@ def _apply(record: StoredScenario) -> None:
     state = us.decode_view(record.view)
     for key, value in state.values.items():
         st.session_state[key] = value
-    data_page.load_saved(record.scenario)
+    ui_state.load_saved(record.scenario)
     st.session_state[LOADED] = record
     st.session_state[LOADED_VIEW] = dict(state.values)
     st.session_state[OPEN_WARNINGS] = list(state.warnings)

@@ -6,19 +6,22 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-import numpy as np
 from pydantic import ValidationError
 
-from explorer.calibration import CalibrationError, fit_kernel_efficiencies, fit_step_overheads
+from explorer.calibration.measured_file import (
+    TIMING_USES,
+    MeasuredFileError,
+    MeasuredUse,
+    apply_measured_file,
+)
 from explorer.measured import ParseResult, validate_path
 from explorer.measured.hf_config import HfModelConfig, read_config_file
-from explorer.model.grid import scenario_model
 from explorer.presets import preset_table
-from explorer.specs.scenario import Acceptance, Scenario
+from explorer.specs.scenario import Scenario
 from explorer.specs.settings import SETTINGS, Setting, rejected_field
 
 # Settings of the Scenario with a flag (evaluate, recommend, sweep, scenario save), and view-only
@@ -302,42 +305,16 @@ def _load(path: str, flag: str) -> ParseResult:
 
 
 def _with_al_file(scenario: Scenario, path: str) -> Scenario:
-    result = _load(path, "--al-file")
-    curves = [c for c in result.curves if c.mechanism == scenario.mechanism] or [
-        c for c in result.curves if c.mechanism is None]
-    if not curves:
-        have = sorted({c.mechanism or "?" for c in result.curves})
-        raise UsageError(f"argument --al-file: no curve for mechanism '{scenario.mechanism}' in "
-                         f"'{path}' (it has: {', '.join(have) or 'no curves'})")
-    return scenario.model_copy(update={"acceptance": Acceptance(kind="curve", curve=curves[0])})
+    return _apply(scenario, path, "--al-file", {"curve"})
 
 
 def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
-    result = _load(path, "--timings-file")
-    model = scenario_model(scenario)
-    if result.kernel_timings is not None:
-        t = result.kernel_timings
-        try:
-            cal = fit_kernel_efficiencies(model.r.hardware, t.gemm, t.attention)
-        except CalibrationError as exc:
-            raise UsageError(f"argument --timings-file: '{path}': {exc}") from None
-        label = f"{cal.overrides.label} from {path}; MAPE {cal.mape_before:.1f}% → " \
-                f"{cal.mape_after:.1f}%"
-        overrides = cal.overrides.model_copy(update={"label": label[:200]})
-        # Calibrated efficiencies cover every kernel; measured shapes are used as measured.
-        scenario = scenario.model_copy(update={"measured_kernels": t})
-    elif result.step_timings is not None:
-        s = result.step_timings
-        d = np.asarray(s.draft_len)
-        width = np.asarray(s.verify_tokens) if s.verify_tokens else 1 + d
-        step = fit_step_overheads(model, np.asarray(s.batch), width, scenario.context,
-                                  np.asarray(s.step_time_s))
-        label = f"step overhead fitted to {len(d)} step times from {path}; MAPE " \
-                f"{step.mape_before:.1f}% → {step.mape_after:.1f}%"
-        overrides = step.overrides.model_copy(update={"label": label[:200]})
-        scenario = scenario.model_copy(update={"measured_steps": s})
-    else:
-        raise UsageError(f"argument --timings-file: '{path}' holds no timings ({result.format})")
-    return scenario.model_copy(update={"hardware_overrides": overrides})
+    return _apply(scenario, path, "--timings-file", TIMING_USES)
 
 
+def _apply(scenario: Scenario, path: str, flag: str, uses: Collection[MeasuredUse]) -> Scenario:
+    """What the file does to the scenario: the Measured-data page's decision too."""
+    try:
+        return apply_measured_file(scenario, _load(path, flag), path, uses)
+    except MeasuredFileError as exc:
+        raise UsageError(f"argument {flag}: {exc}") from None
