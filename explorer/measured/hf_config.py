@@ -27,7 +27,21 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from explorer.base.dtypes import WeightDtype
-from explorer.base.limits import MAX_FILE_BYTES
+
+# The dimensions' bounds are shared with ModelSpec/DrafterSpec, so a packed model in a link meets
+# the same ones as a config file (explorer/base/limits.py).
+from explorer.base.limits import (
+    MAX_EXPERTS,
+    MAX_FFN,
+    MAX_FILE_BYTES,
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_KV_LORA,
+    MAX_LAYERS,
+    MAX_VOCAB,
+    MAX_WINDOW,
+)
 from explorer.base.quoting import quote
 from explorer.measured._bounds import check_json_shape
 from explorer.measured._json import json_int, load_json
@@ -38,17 +52,6 @@ from explorer.specs.measured import Problem
 
 FORMAT = "hf_config"
 QUANT_SUFFIX = "hf_quant_config.json"
-
-# What a config may say before it is an absurd size (the cost model's arrays stay small, and a
-# typo of three extra zeros is caught): each bound is far above any published model.
-MAX_LAYERS = 1000  # ModelSpec.layers' own bound
-MAX_HIDDEN = 131_072
-MAX_HEADS = 4096
-MAX_HEAD_DIM = 4096
-MAX_FFN = 1_048_576
-MAX_EXPERTS = 65_536
-MAX_VOCAB = 4_194_304
-MAX_WINDOW = 16_777_216
 
 # Architectures the parser reads as a causal decoder (the `architectures` entry or `model_type`).
 # A config of another one is refused, naming it; one named here is refused with its reason.
@@ -286,7 +289,7 @@ def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: 
     fields: dict[str, Any] = {}
     # --- attention ---------------------------------------------------------------------
     if r.has("kv_lora_rank"):  # MLA (DeepSeek-V2/V3, Kimi, GLM-5): the absorbed decode view
-        kv_lora = r.num("kv_lora_rank", lo=1, hi=MAX_HEAD_DIM * 4, required=True)
+        kv_lora = r.num("kv_lora_rank", lo=1, hi=MAX_KV_LORA, required=True)
         rope = r.num("qk_rope_head_dim", lo=0, hi=MAX_HEAD_DIM, required=True)
         nope = r.num("qk_nope_head_dim", lo=0, hi=MAX_HEAD_DIM, required=True)
         v_dim = r.num("v_head_dim", lo=1, hi=MAX_HEAD_DIM, required=True)

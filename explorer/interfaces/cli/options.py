@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
 from pydantic import ValidationError
 
+from explorer.base.quoting import quote
+from explorer.base.reading import read_json_file
 from explorer.calibration import CalibrationError, fit_kernel_efficiencies, fit_step_overheads
 from explorer.measured import ParseResult, validate_path
 from explorer.measured.hf_config import HfModelConfig, read_config_file
@@ -144,7 +145,7 @@ def _config_error(flag: str, path: str, result: HfModelConfig) -> UsageError:
     errors = [p for p in result.problems if p.severity == "error"]
     first = errors[0] if errors else None
     where = f"field {first.field}: " if first is not None and first.field else ""
-    return UsageError(f"argument {flag}: '{path}' is not a usable config.json: {where}"
+    return UsageError(f"argument {flag}: {quote(path, 200)} is not a usable config.json: {where}"
                       f"{first.message if first else result.summary}")
 
 
@@ -246,7 +247,8 @@ def sweep_axes(args: argparse.Namespace) -> dict[str, Any]:
         known = preset_table(s.presets) if s.presets is not None else {}
         for x in items:
             if x not in known:
-                raise UsageError(f"argument {s.flag}: unknown '{x}'; known: " + ", ".join(known))
+                raise UsageError(f"argument {s.flag}: unknown {quote(x)}; known: "
+                                 + ", ".join(known))
         axes[s.field] = items
     return axes
 
@@ -256,14 +258,13 @@ def scenario_from_args(args: argparse.Namespace, overrides: dict[str, object] | 
     """The scenario of the flags over --scenario FILE (or `base`, a saved scenario)."""
     fields: dict[str, Any] = dict(base or {})
     if args.scenario:
-        try:
-            fields = json.loads(Path(args.scenario).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"argument --scenario: cannot read '{args.scenario}': {exc}") from None
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"argument --scenario: '{args.scenario}' is not JSON: {exc}") from None
-        if not isinstance(fields, dict):
+        try:  # kind, size, nesting, numbers: the caps every JSON reader meets
+            data = read_json_file(args.scenario)
+        except ValueError as exc:
+            raise UsageError(f"argument --scenario: {exc}") from None
+        if not isinstance(data, dict):
             raise UsageError("argument --scenario: the file must hold a JSON object")
+        fields = data
     for s in SCENARIO_SETTINGS:
         value = getattr(args, s.dest, None)
         if value is not None and s.field is not None:
@@ -295,7 +296,7 @@ def _load(path: str, flag: str) -> ParseResult:
         parts = [f"row {first.row}" if first and first.row is not None else "",
                  f"field {first.field}" if first and first.field is not None else ""]
         where = f" ({', '.join(x for x in parts if x)})" if any(parts) else ""
-        raise UsageError(f"argument {flag}: '{path}' is not valid {result.format}: "
+        raise UsageError(f"argument {flag}: {quote(path, 200)} is not valid {result.format}: "
                          f"{len(errors)} problem(s){where}: "
                          f"{first.message if first else result.summary}; run `validate` for all")
     return result
@@ -308,7 +309,7 @@ def _with_al_file(scenario: Scenario, path: str) -> Scenario:
     if not curves:
         have = sorted({c.mechanism or "?" for c in result.curves})
         raise UsageError(f"argument --al-file: no curve for mechanism '{scenario.mechanism}' in "
-                         f"'{path}' (it has: {', '.join(have) or 'no curves'})")
+                         f"{quote(path, 200)} (it has: {', '.join(have) or 'no curves'})")
     return scenario.model_copy(update={"acceptance": Acceptance(kind="curve", curve=curves[0])})
 
 
@@ -320,7 +321,7 @@ def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
         try:
             cal = fit_kernel_efficiencies(model.r.hardware, t.gemm, t.attention)
         except CalibrationError as exc:
-            raise UsageError(f"argument --timings-file: '{path}': {exc}") from None
+            raise UsageError(f"argument --timings-file: {quote(path, 200)}: {exc}") from None
         label = f"{cal.overrides.label} from {path}; MAPE {cal.mape_before:.1f}% → " \
                 f"{cal.mape_after:.1f}%"
         overrides = cal.overrides.model_copy(update={"label": label[:200]})
@@ -337,7 +338,8 @@ def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
         overrides = step.overrides.model_copy(update={"label": label[:200]})
         scenario = scenario.model_copy(update={"measured_steps": s})
     else:
-        raise UsageError(f"argument --timings-file: '{path}' holds no timings ({result.format})")
+        raise UsageError(f"argument --timings-file: {quote(path, 200)} holds no timings "
+                         f"({result.format})")
     return scenario.model_copy(update={"hardware_overrides": overrides})
 
 
