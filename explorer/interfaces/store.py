@@ -41,6 +41,7 @@ import numpy as np
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from explorer.base.reading import load_json
 from explorer.interfaces.store_schema import VERSION_TABLE, scenarios
 from explorer.interfaces.view_state import MAX_PARAM_CHARS, decode_view, view_of_scenario
 from explorer.specs.scenario import Scenario
@@ -368,8 +369,8 @@ def _read_json_text(value: object, length: object, field: str, max_bytes: int) -
 
 def _read_view(value: object, length: object) -> dict[str, Any]:
     text = _read_json_text(value, length, "view_json", MAX_VIEW_JSON_BYTES)
-    try:
-        view = json.loads(text)
+    try:  # within the caps every JSON reader meets (nesting, values, number lengths)
+        view = load_json(text)
     except ValueError as exc:
         raise _Unreadable(f"view_json is not JSON: {str(exc)[:120]}") from None
     if not isinstance(view, dict):

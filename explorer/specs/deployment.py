@@ -30,6 +30,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from explorer.base.limits import MAX_NUMBER_CHARS
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 SCENARIO_SOURCE = "scenario"  # the workload entry that stands for the scenario's own AL source
@@ -272,6 +274,9 @@ def _pairs(text: str, what: str) -> tuple[list[str], list[str]]:
 
 
 def _float(text: str, what: str) -> float:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError(f"{what}: '{text[:20]}…' is longer than {MAX_NUMBER_CHARS} characters "
+                         "(MAX_NUMBER_CHARS)")
     try:
         x = float(text)
     except ValueError:
@@ -282,8 +287,10 @@ def _float(text: str, what: str) -> float:
 
 
 def _int(text: str, what: str) -> int:
-    if not text.isascii() or not text.isdigit():
-        raise ValueError(f"{what}: '{text[:20]}' is not a whole number")
+    # At most a few digits more than any bound here (MAX_CONTEXT): int() of a 5,000-digit text
+    # raises its own error, and costs time long before that.
+    if not text.isascii() or not text.isdigit() or len(text) > 12:
+        raise ValueError(f"{what}: '{text[:20]}' is not a whole number of at most 12 digits")
     return int(text)
 
 
