@@ -43,6 +43,7 @@ from explorer.base.limits import (
     MAX_WINDOW,
 )
 from explorer.base.quoting import quote
+from explorer.base.reading import read_file
 from explorer.measured._bounds import check_json_shape
 from explorer.measured._json import json_int, load_json
 from explorer.measured._problems import Collector, validation_message
@@ -795,12 +796,13 @@ def read_config_file(path: str | os.PathLike[str], *, drafter: bool = False,
         col.error(f"the file is {st.st_size / 2**20:.1f} MiB; the limit is "
                   f"{MAX_FILE_BYTES / 2**20:.0f} MiB (MAX_FILE_BYTES)")
         return _refused(col)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
+    try:  # regular files only, never more than the cap (explorer/base/reading.py)
+        text = read_file(p).decode("utf-8-sig")
         qp = quant_path_for(p)
-        quant = qp.read_text(encoding="utf-8-sig") if qp is not None else None
-    except (OSError, UnicodeDecodeError) as exc:
-        col.error(f"cannot read {quote(str(p))} as UTF-8 text: {exc}")
+        quant = read_file(qp).decode("utf-8-sig") if qp is not None else None
+    except ValueError as exc:  # UnicodeDecodeError is one
+        col.error(str(exc) if not isinstance(exc, UnicodeDecodeError)
+                  else f"cannot read {quote(str(p))} as UTF-8 text: {exc}")
         return _refused(col)
     label = name or p.name.removesuffix(".json").removesuffix("_config").replace("--", "/")
     parse = parse_drafter if drafter else parse_config

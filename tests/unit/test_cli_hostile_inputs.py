@@ -87,7 +87,7 @@ def test_weights_that_sum_to_infinity_are_refused_as_a_whole(tmp_path: Path):
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "directory"])
-@pytest.mark.parametrize("flag", ["--profile", "--scenario"])
+@pytest.mark.parametrize("flag", ["--profile", "--scenario", "--model-config", "--al-file"])
 def test_a_file_that_is_not_regular_is_refused_without_reading_it(tmp_path: Path, kind: str,
                                                                   flag: str):
     """In a subprocess with a timeout: a FIFO read would block forever, /dev/zero never ends."""
