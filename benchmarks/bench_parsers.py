@@ -104,6 +104,18 @@ def wide_csv(cols: int) -> tuple[str, bytes]:
     return "wide.csv", ("D,AL," + ",".join(f"c{i}" for i in range(cols)) + "\n1,1.5\n").encode()
 
 
+def ragged_rows(cells: int) -> tuple[str, bytes]:
+    """A 2-column header over 5 rows of `cells` cells (issue 25: 100,000 cells per row is a
+    1 MiB file that cost 77–90 s and 1.2 GiB when only the header's width was capped; the
+    target is a refusal in < 2 s and < 300 MB)."""
+    return "ragged.csv", ("D,AL\n" + ("1,1.5" + ",9" * (cells - 2) + "\n") * 5).encode()
+
+
+def deep_json(depth: int) -> tuple[str, bytes]:
+    """A JSON profile nesting `depth` deep: refused on the text, before json.loads recurses."""
+    return "speculation_profile.json", b"[" * depth
+
+
 def long_cell(chars: int) -> tuple[str, bytes]:
     return "long.csv", b"mechanism,D,AL\n" + b"x" * chars + b",1,1.5\n"
 
@@ -152,6 +164,8 @@ SHAPES: dict[str, tuple[str, tuple[int, int], Callable[[int], tuple[str, bytes]]
     "csv tiny cells": ("cells", (MAX_CELLS // 2, MAX_CELLS), tiny_cells),
     "csv wide (refused)": ("columns", (20_000, 40_000), wide_csv),
     "csv long cell (refused)": ("chars", (10_000_000, 20_000_000), long_cell),
+    "csv ragged rows (refused)": ("cells", (20_000, 100_000), ragged_rows),
+    "json deep (refused)": ("levels", (1_000_000, 10_000_000), deep_json),
     "speed_bench_report rows (refused)": ("rows", (MAX_MEASURED_ROWS // 2, MAX_MEASURED_ROWS),
                                           speed_bench_rows),
     "speed_bench_report categories (refused)": ("categories", (25_000, 50_000),

@@ -42,10 +42,29 @@ MAX_CELL_CHARS = 1_000
 # JSON: nesting depth and values (numbers, strings, lists, objects) of one file.
 MAX_JSON_DEPTH = 32
 MAX_JSON_VALUES = 2_000_000
+# Characters of one JSON number (digits, sign, point, exponent): float() reads any length, but
+# int() refuses beyond 4,300 digits and a 1e6-digit number costs seconds; no measurement or
+# setting needs more than a few dozen.
+MAX_NUMBER_CHARS = 100
 # AL curves one file may hold (curve groups of a CSV, SGLang configurations, vLLM series,
 # SPEED-Bench cells); categories of a SPEED-Bench report or a specdec_bench profile.
 MAX_CURVES = 1_000
 MAX_CATEGORIES = 100
+
+# --- Model dimensions: what a config may say before it is an absurd size (the cost model's arrays
+# stay small, and a typo of three extra zeros is caught): each bound is far above any published
+# model. The config parser names them, and ModelSpec/DrafterSpec hold them, so a packed model in
+# a link (`?cm=`, `?cd=`) meets the same bounds as a config file (hidden = 1e20 is refused).
+MAX_LAYERS = 1000
+MAX_HIDDEN = 131_072
+MAX_HEADS = 4096
+MAX_HEAD_DIM = 4096
+MAX_FFN = 1_048_576
+MAX_EXPERTS = 65_536
+MAX_VOCAB = 4_194_304
+MAX_WINDOW = 16_777_216
+# MLA's latent KV rank (kv_lora_rank); a spec's head_dim for MLA is that plus the RoPE dims.
+MAX_KV_LORA = 4 * MAX_HEAD_DIM
 
 # --- Messages about a file -----------------------------------------------------------------------
 # Problems listed per file (then one "and N more" line).

@@ -27,7 +27,6 @@ from explorer.analysis.recommend import RankedOption, recommend
 from explorer.base.mechanisms import MECHANISM_KINDS, mechanism_kind
 from explorer.model.resolve import Resolved, resolve, target_model
 from explorer.presets import mechanism_presets
-from explorer.specs.engine import TRTLLM
 from explorer.specs.scenario import Scenario
 
 # The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.

@@ -41,8 +41,9 @@ import numpy as np
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from explorer.base.reading import load_json
 from explorer.interfaces.store_schema import VERSION_TABLE, scenarios
-from explorer.interfaces.view_state import MAX_PARAM_CHARS, view_of_scenario
+from explorer.interfaces.view_state import MAX_PARAM_CHARS, decode_view, view_of_scenario
 from explorer.specs.scenario import Scenario
 from explorer.specs.settings import SETTING_BY_KEY
 
@@ -142,10 +143,13 @@ class StoreHealth(BaseModel):
     damage: str | None  # why the database is damaged; None when its integrity check passed
     records: int  # rows read
     unreadable: tuple[UnreadableScenario, ...]
+    # Records that open, but whose view holds a value a link refuses (a packed model nesting
+    # 60,000 deep, an unknown preset): `?s=` opens them with that value's default and a warning.
+    broken: tuple[UnreadableScenario, ...] = ()
 
     @property
     def healthy(self) -> bool:
-        return self.damage is None and not self.unreadable
+        return self.damage is None and not self.unreadable and not self.broken
 
 
 class StoredScenario(BaseModel):
@@ -365,8 +369,8 @@ def _read_json_text(value: object, length: object, field: str, max_bytes: int) -
 
 def _read_view(value: object, length: object) -> dict[str, Any]:
     text = _read_json_text(value, length, "view_json", MAX_VIEW_JSON_BYTES)
-    try:
-        view = json.loads(text)
+    try:  # within the caps every JSON reader meets (nesting, values, number lengths)
+        view = load_json(text)
     except ValueError as exc:
         raise _Unreadable(f"view_json is not JSON: {str(exc)[:120]}") from None
     if not isinstance(view, dict):
@@ -737,6 +741,7 @@ class ScenarioStore:
     def check(self) -> StoreHealth:
         """Every record read as `get` reads it, then the database's integrity check."""
         unreadable: list[UnreadableScenario] = []
+        broken: list[UnreadableScenario] = []
         records = 0
         try:
             self.migrate()
@@ -746,15 +751,22 @@ class ScenarioStore:
                 for row in rows:
                     records += 1
                     try:
-                        _record_of(row)
+                        record = _record_of(row)
                     except _Unreadable as exc:
                         unreadable.append(UnreadableScenario(id=_shown_id(row.id),
                                                              reason=str(exc)))
+                        continue
+                    # The view as `?s=` reads it (explorer/interfaces/view_state.py).
+                    state = decode_view(record.view)
+                    if state.fell_back:
+                        broken.append(UnreadableScenario(
+                            id=record.id, reason="; ".join(state.warnings)[:500]))
         except StoreDamaged:
             pass  # the guard's integrity check has the reason; the records read are kept
         damage = self.integrity_check()
         return StoreHealth(store=self._display, damage=damage, records=records,
-                           unreadable=tuple(sorted(unreadable, key=lambda u: u.id)))
+                           unreadable=tuple(sorted(unreadable, key=lambda u: u.id)),
+                           broken=tuple(sorted(broken, key=lambda u: u.id)))
 
     def count(self) -> int:
         self.migrate()

@@ -4,19 +4,17 @@ a small multiple of it (str.count, one regex pass, numpy over bytes)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
-import numpy as np
-
-from explorer.base.limits import MAX_JSON_DEPTH, MAX_JSON_VALUES, MAX_ROWS
+from explorer.base.limits import MAX_ROWS
+from explorer.base.reading import cap_message, json_shape_problem
 from explorer.measured._problems import Collector
 
 
 def over_cap(col: Collector, what: str, count: int, cap: int, noun: str, limit_name: str,
              row: int | None = None, field: str | None = None) -> None:
     """One message shape for every cap: what was found, the cap, and the cap's name."""
-    col.error(f"{what} has {count:,} {noun}; the limit is {cap:,} ({limit_name})", row, field)
+    col.error(cap_message(what, count, cap, noun, limit_name), row, field)
 
 
 def count_lines(text: str) -> int:
@@ -55,28 +53,12 @@ def check_line_count(text: str, col: Collector) -> bool:
     return True
 
 
-# A JSON string, escapes included (the unrolled form runs in C, even over a 47 MB string).
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKET = np.zeros(256, dtype=np.int8)
-_BRACKET[[ord("["), ord("{")]] = 1
-_BRACKET[[ord("]"), ord("}")]] = -1
-
-
 def check_json_shape(text: str, col: Collector) -> bool:
-    """JSON (one document or JSON lines): at most MAX_JSON_VALUES values nested at most
-    MAX_JSON_DEPTH deep, counted on the text before json.loads builds a Python object per
-    value (or recurses once per level)."""
-    skeleton = _JSON_STRING.sub('""', text)  # brackets and commas inside strings do not count
-    values = skeleton.count(",") + skeleton.count("[") + skeleton.count("{") + 1
-    if values > MAX_JSON_VALUES:
-        over_cap(col, "the JSON", values, MAX_JSON_VALUES,
-                 "values (counted by separators)", "MAX_JSON_VALUES")
-        return False
-    delta = _BRACKET[np.frombuffer(skeleton.encode("utf-8", "replace"), dtype=np.uint8)]
-    steps = delta[np.flatnonzero(delta)].astype(np.int64)
-    depth = int(np.cumsum(steps).max()) if steps.size else 0
-    if depth > MAX_JSON_DEPTH:
-        over_cap(col, "the JSON", depth, MAX_JSON_DEPTH,
-                 "levels of nesting (counting brackets still open)", "MAX_JSON_DEPTH")
+    """JSON (one document or JSON lines): within MAX_JSON_VALUES values, MAX_JSON_DEPTH levels
+    and MAX_NUMBER_CHARS per number, counted on the text before json.loads builds a Python
+    object per value (or recurses once per level): explorer/base/reading.py's one check."""
+    problem = json_shape_problem(text)
+    if problem is not None:
+        col.error(problem)
         return False
     return True

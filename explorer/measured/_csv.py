@@ -61,8 +61,27 @@ def read_header(text: str) -> list[str] | None:
     return None
 
 
+# A quoted CSV cell ("" inside it reads as two adjacent quoted cells: same count of commas).
+_QUOTED_CELL = re.compile(r'"[^"]*"')
+
+
+def _widest_line(text: str) -> tuple[int, int]:
+    """(line number, cells) of the line with the most cells, counted by the commas outside
+    quotes: linear, one pass of str.count per line, nothing materialised per cell. A quoted
+    cell spanning lines merges them, as a CSV reader does."""
+    skeleton = _QUOTED_CELL.sub("", text) if '"' in text else text
+    widest, at = 0, 0
+    for lineno, line in iter_lines(skeleton):
+        n = line.count(",")
+        if n > widest:
+            widest, at = n, lineno
+    return at, widest + 1
+
+
 def _check_shape(text: str, headers: list[str], col: Collector) -> bool:
-    """Columns, cells and header cells against their caps, before pandas reads a cell."""
+    """Columns, cells and header cells against their caps, before pandas reads a cell: the
+    header and every row (a 2-column header over rows of 100,000 cells is as wide as a
+    100,000-column header, and would cost pandas a column each)."""
     if len(headers) > MAX_COLUMNS:
         over_cap(col, "the header", len(headers), MAX_COLUMNS, "columns", "MAX_COLUMNS")
         return False
@@ -73,7 +92,12 @@ def _check_shape(text: str, headers: list[str], col: Collector) -> bool:
         return False
     if not check_line_count(text, col):
         return False
-    cells = (count_lines(text) - 1) * len(headers)
+    line, widest = _widest_line(text)
+    if widest > MAX_COLUMNS:
+        over_cap(col, f"line {line}", widest, MAX_COLUMNS, "cells (the header has "
+                 f"{len(headers)} columns)", "MAX_COLUMNS")
+        return False
+    cells = (count_lines(text) - 1) * max(len(headers), widest)
     if cells > MAX_CELLS:
         over_cap(col, "the table", cells, MAX_CELLS, "cells (lines x columns)", "MAX_CELLS")
         return False

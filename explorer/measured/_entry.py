@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Callable
 
 from explorer.base.limits import MAX_FILE_BYTES, MAX_LABEL_CHARS
 from explorer.base.quoting import quote
+from explorer.base.reading import not_regular
 from explorer.measured import (
     al_csv,
     position_csv,
@@ -208,16 +208,7 @@ def parse_as(name: str, data: bytes, fmt: str | None = None) -> ParseResult:
         )
 
 
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-               (stat.S_ISSOCK, "a socket"))
-
-
-def _not_regular(mode: int) -> str | None:
-    """What a non-regular file is (opening a FIFO would block until a writer comes)."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((what for test, what in _FILE_KINDS if test(mode)), "not a regular file")
+_not_regular = not_regular  # one home: explorer/base/reading.py
 
 
 def validate_path(path: str | os.PathLike[str], fmt: str | None = None) -> ParseResult:

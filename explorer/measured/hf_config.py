@@ -27,9 +27,24 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from explorer.base.dtypes import WeightDtype
-from explorer.base.limits import MAX_FILE_BYTES
+
+# The dimensions' bounds are shared with ModelSpec/DrafterSpec, so a packed model in a link meets
+# the same ones as a config file (explorer/base/limits.py).
+from explorer.base.limits import (
+    MAX_EXPERTS,
+    MAX_FFN,
+    MAX_FILE_BYTES,
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_KV_LORA,
+    MAX_LAYERS,
+    MAX_VOCAB,
+    MAX_WINDOW,
+)
 from explorer.base.mechanisms import draft_model_mechanism, head_kind_of, mechanism_kind
 from explorer.base.quoting import quote
+from explorer.base.reading import read_file
 from explorer.measured._bounds import check_json_shape
 from explorer.measured._json import json_int, load_json
 from explorer.measured._problems import Collector, validation_message
@@ -39,17 +54,6 @@ from explorer.specs.measured import Problem
 
 FORMAT = "hf_config"
 QUANT_SUFFIX = "hf_quant_config.json"
-
-# What a config may say before it is an absurd size (the cost model's arrays stay small, and a
-# typo of three extra zeros is caught): each bound is far above any published model.
-MAX_LAYERS = 1000  # ModelSpec.layers' own bound
-MAX_HIDDEN = 131_072
-MAX_HEADS = 4096
-MAX_HEAD_DIM = 4096
-MAX_FFN = 1_048_576
-MAX_EXPERTS = 65_536
-MAX_VOCAB = 4_194_304
-MAX_WINDOW = 16_777_216
 
 # Architectures the parser reads as a causal decoder (the `architectures` entry or `model_type`).
 # A config of another one is refused, naming it; one named here is refused with its reason.
@@ -280,7 +284,7 @@ def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: 
     fields: dict[str, Any] = {}
     # --- attention ---------------------------------------------------------------------
     if r.has("kv_lora_rank"):  # MLA (DeepSeek-V2/V3, Kimi, GLM-5): the absorbed decode view
-        kv_lora = r.num("kv_lora_rank", lo=1, hi=MAX_HEAD_DIM * 4, required=True)
+        kv_lora = r.num("kv_lora_rank", lo=1, hi=MAX_KV_LORA, required=True)
         rope = r.num("qk_rope_head_dim", lo=0, hi=MAX_HEAD_DIM, required=True)
         nope = r.num("qk_nope_head_dim", lo=0, hi=MAX_HEAD_DIM, required=True)
         v_dim = r.num("v_head_dim", lo=1, hi=MAX_HEAD_DIM, required=True)
@@ -790,12 +794,13 @@ def read_config_file(path: str | os.PathLike[str], *, drafter: bool = False,
         col.error(f"the file is {st.st_size / 2**20:.1f} MiB; the limit is "
                   f"{MAX_FILE_BYTES / 2**20:.0f} MiB (MAX_FILE_BYTES)")
         return _refused(col)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
+    try:  # regular files only, never more than the cap (explorer/base/reading.py)
+        text = read_file(p).decode("utf-8-sig")
         qp = quant_path_for(p)
-        quant = qp.read_text(encoding="utf-8-sig") if qp is not None else None
-    except (OSError, UnicodeDecodeError) as exc:
-        col.error(f"cannot read {quote(str(p))} as UTF-8 text: {exc}")
+        quant = read_file(qp).decode("utf-8-sig") if qp is not None else None
+    except ValueError as exc:  # UnicodeDecodeError is one
+        col.error(str(exc) if not isinstance(exc, UnicodeDecodeError)
+                  else f"cannot read {quote(str(p))} as UTF-8 text: {exc}")
         return _refused(col)
     label = name or p.name.removesuffix(".json").removesuffix("_config").replace("--", "/")
     parse = parse_drafter if drafter else parse_config

@@ -6,6 +6,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# The bounds a config file's dimensions meet (explorer/base/limits.py): a spec holds them, so a
+# packed spec in a link (`cm`, `cd`) is held to the same ones.
+from explorer.base.limits import (
+    MAX_EXPERTS,
+    MAX_FFN,
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_KV_LORA,
+    MAX_LAYERS,
+    MAX_VOCAB,
+    MAX_WINDOW,
+)
 from explorer.base.mechanisms import DrafterKindSlug, mechanism_kind
 
 # Absorbed-MLA projection shapes (DeepSeek-V3 config_671B.json, reference/models.csv):
@@ -21,11 +34,11 @@ class MambaSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    heads: int = Field(ge=1)
-    head_dim: int = Field(ge=1)
-    d_state: int = Field(ge=1)
-    groups: int = Field(ge=1, description="B/C groups (n_groups)")
-    conv_kernel: int = Field(default=4, ge=1)
+    heads: int = Field(ge=1, le=4 * MAX_HEADS)
+    head_dim: int = Field(ge=1, le=MAX_HEAD_DIM)
+    d_state: int = Field(ge=1, le=MAX_HEAD_DIM)
+    groups: int = Field(ge=1, le=MAX_HEADS, description="B/C groups (n_groups)")
+    conv_kernel: int = Field(default=4, ge=1, le=MAX_HEAD_DIM)
     state_bytes: int = Field(default=4, ge=1, le=8, description="SSM state element, bytes")
 
     @property
@@ -67,45 +80,51 @@ class ModelSpec(BaseModel):
     slug: str
     name: str
     role: Literal["target", "draft", "both"] = "target"
-    layers: int = Field(ge=1, le=1000)
-    hidden: int = Field(ge=1)
-    q_heads: int = Field(ge=1)
-    kv_heads: int = Field(ge=1)
-    head_dim: int = Field(ge=1, description="per-head dim; for MLA the latent KV dim (512+64)")
-    ffn_intermediate: int = Field(ge=0, description="dense MLP width (0 when every layer is MoE)")
-    n_routed_experts: int = Field(default=0, ge=0)
-    experts_per_tok: int = Field(default=0, ge=0)
-    n_shared_experts: int = Field(default=0, ge=0)
-    moe_intermediate: int = Field(default=0, ge=0)
-    first_dense_layers: int = Field(default=0, ge=0)
-    vocab: int = Field(ge=1)
+    layers: int = Field(ge=1, le=MAX_LAYERS)
+    hidden: int = Field(ge=1, le=MAX_HIDDEN)
+    q_heads: int = Field(ge=1, le=MAX_HEADS)
+    kv_heads: int = Field(ge=1, le=MAX_HEADS)
+    head_dim: int = Field(ge=1, le=MAX_KV_LORA + MAX_HEAD_DIM,
+                          description="per-head dim; for MLA the latent KV dim (512+64)")
+    ffn_intermediate: int = Field(ge=0, le=MAX_FFN,
+                                  description="dense MLP width (0 when every layer is MoE)")
+    n_routed_experts: int = Field(default=0, ge=0, le=MAX_EXPERTS)
+    experts_per_tok: int = Field(default=0, ge=0, le=MAX_EXPERTS)
+    n_shared_experts: int = Field(default=0, ge=0, le=MAX_FFN)
+    moe_intermediate: int = Field(default=0, ge=0, le=MAX_FFN)
+    first_dense_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
+    vocab: int = Field(ge=1, le=MAX_VOCAB)
     tied_embeddings: bool = False
     attention_kind: Literal["gqa", "mla"] = "gqa"
-    kv_lora_rank: int = Field(default=0, ge=0)
-    qk_rope_dim: int = Field(default=0, ge=0)
+    kv_lora_rank: int = Field(default=0, ge=0, le=MAX_KV_LORA)
+    qk_rope_dim: int = Field(default=0, ge=0, le=MAX_HEAD_DIM)
     # MLA projection shapes (the constants above are DeepSeek-V3's, the default); a config's
     # own (GLM-5: q_lora_rank 2048, qk_nope 192, v 256) replace them. q_lora_rank 0: no
     # low-rank query (q projected from the hidden state directly).
-    q_lora_rank: int = Field(default=MLA_Q_LORA_RANK, ge=0)
-    qk_nope_dim: int = Field(default=MLA_QK_NOPE_DIM, ge=0)
-    v_head_dim: int = Field(default=MLA_V_HEAD_DIM, ge=0)
-    sliding_window: int = Field(default=0, ge=0, description="tokens; 0 = none")
-    sliding_layers: int = Field(default=0, ge=0)
-    attention_layers: int | None = Field(default=None, ge=0, description="None: every layer")
-    mlp_layers: int | None = Field(default=None, ge=0, description="None: every layer")
+    q_lora_rank: int = Field(default=MLA_Q_LORA_RANK, ge=0, le=MAX_HIDDEN)
+    qk_nope_dim: int = Field(default=MLA_QK_NOPE_DIM, ge=0, le=MAX_HEAD_DIM)
+    v_head_dim: int = Field(default=MLA_V_HEAD_DIM, ge=0, le=MAX_HEAD_DIM)
+    sliding_window: int = Field(default=0, ge=0, le=MAX_WINDOW, description="tokens; 0 = none")
+    sliding_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
+    attention_layers: int | None = Field(default=None, ge=0, le=MAX_LAYERS,
+                                         description="None: every layer")
+    mlp_layers: int | None = Field(default=None, ge=0, le=MAX_LAYERS,
+                                   description="None: every layer")
     gated_mlp: bool = Field(default=True, description="SwiGLU (3 matrices) or relu² (2)")
-    moe_latent: int = Field(default=0, ge=0, description="latent MoE dim (0: the hidden size)")
+    moe_latent: int = Field(default=0, ge=0, le=MAX_HIDDEN,
+                            description="latent MoE dim (0: the hidden size)")
     ffn_groups: tuple[tuple[int, int], ...] = Field(
         default=(), description="(layers, width) of the dense MLPs when widths differ per layer")
-    linear_blocks: int = Field(default=0, ge=0)
-    mamba_layers: int = Field(default=0, ge=0)
+    linear_blocks: int = Field(default=0, ge=0, le=MAX_LAYERS)
+    mamba_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
     mamba: MambaSpec | None = None
-    total_params_b: float | None = Field(default=None, gt=0)
-    active_params_b: float | None = Field(default=None, gt=0)
+    total_params_b: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    active_params_b: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     family: str = Field(default="", description="model family (evidence closeness)")
     tokenizer: str = Field(default="", description="a draft must share the target's tokenizer")
-    mtp_layers: int = Field(default=0, ge=0, description="MTP modules shipped in the checkpoint")
-    mtp_params_b: float | None = Field(default=None, gt=0,
+    mtp_layers: int = Field(default=0, ge=0, le=MAX_LAYERS,
+                            description="MTP modules shipped in the checkpoint")
+    mtp_params_b: float | None = Field(default=None, gt=0, allow_inf_nan=False,
                                        description="unique parameters of the MTP modules (10⁹)")
     speculation_source: str = ""
     source: str = ""
@@ -118,6 +137,9 @@ class ModelSpec(BaseModel):
                 raise ValueError(f"{name}: more than the {self.layers} layers")
         if sum(c for c, _ in self.ffn_groups) > self.n_mlp_layers:
             raise ValueError("ffn_groups: more layers than the MLP layers")
+        if any(not 0 <= w <= MAX_FFN or c < 0 for c, w in self.ffn_groups):
+            raise ValueError(f"ffn_groups: widths lie in [0, {MAX_FFN}] (MAX_FFN) and layer "
+                             "counts are not negative")
         if (self.mamba_layers > 0) != (self.mamba is not None):
             raise ValueError("mamba: Mamba layers need their shapes (and shapes their layers)")
         return self
@@ -257,16 +279,16 @@ class DrafterSpec(BaseModel):
 
     kind: DrafterKind
     name: str
-    draft_layers: int | None = Field(default=None, ge=0, le=1000)
-    draft_vocab: int | None = Field(default=None, ge=1)
+    draft_layers: int | None = Field(default=None, ge=0, le=MAX_LAYERS)
+    draft_vocab: int | None = Field(default=None, ge=1, le=MAX_VOCAB)
     block_size: int | None = Field(default=None, ge=1, le=1024)
     # A head's own shapes where its config gives them (None: the target's): T_draft follows
     # them (explorer/model/resolve.py head_model).
-    hidden: int | None = Field(default=None, ge=1)
-    intermediate: int | None = Field(default=None, ge=1)
-    q_heads: int | None = Field(default=None, ge=1)
-    kv_heads: int | None = Field(default=None, ge=1)
-    head_dim: int | None = Field(default=None, ge=1)
+    hidden: int | None = Field(default=None, ge=1, le=MAX_HIDDEN)
+    intermediate: int | None = Field(default=None, ge=1, le=MAX_FFN)
+    q_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
+    kv_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
+    head_dim: int | None = Field(default=None, ge=1, le=MAX_HEAD_DIM)
     model: ModelSpec | None = None
     source: str = ""
     notes: tuple[str, ...] = ()

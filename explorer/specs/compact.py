@@ -2,8 +2,10 @@
 
 Links carry a custom model or drafter this way (URL keys `cm`, `cd`: explorer/specs/settings.py).
 Reading one never executes anything: the text is bounded before and after decompression, then
-parsed as JSON and validated by the spec's own pydantic model; any problem is a ValueError
-with a one-line reason.
+parsed as JSON within the caps every JSON reader meets (nesting, values, number lengths:
+explorer/base/reading.py, so a 110-character link nesting 60,000 deep is a message, not a
+RecursionError) and validated by the spec's own pydantic model, whose dimension bounds are a
+config file's (hidden = 1e20 is refused); any problem is a ValueError with a one-line reason.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from explorer.base.reading import load_json
 
 # A model spec packs to ~1 kB; these bounds leave room and stop a zip bomb or a huge link.
 MAX_PACKED_CHARS = 4096
@@ -48,9 +52,13 @@ def unpack(text: str, cls: type[T]) -> T:
             raise ValueError(f"does not unpack within {MAX_UNPACKED_BYTES:,} bytes")
         if not inflater.eof:
             raise ValueError("not a packed spec (cut short)")
-        obj = json.loads(data.decode("utf-8"))
-    except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text_json = data.decode("utf-8")
+    except (binascii.Error, zlib.error, UnicodeDecodeError) as exc:
         raise ValueError(f"not a packed spec ({type(exc).__name__})") from None
+    try:
+        obj = load_json(text_json)
+    except ValueError as exc:
+        raise ValueError(f"not a packed spec: {exc}") from None
     if not isinstance(obj, dict):
         raise ValueError("not a packed spec (not an object)")
     try:

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from explorer.base.limits import MAX_NUMBER_CHARS
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -138,6 +141,13 @@ def _same_length(name: str, a: tuple[object, ...], b: tuple[object, ...]) -> Non
         raise ValueError(f"{name}: {len(b)} weights for {len(a)} buckets")
 
 
+def _sum_checked(name: str, weights: Sequence[float]) -> None:
+    total = float(sum(weights))  # not fsum: it raises on overflow instead of giving inf
+    if not (math.isfinite(total) and total > 0):
+        raise ValueError(f"{name}: the weights sum to {total:g}; they must sum to a finite "
+                         "number > 0")
+
+
 def _normalised(name: str, w: FloatArray) -> FloatArray:
     total = float(w.sum())
     if not total > 0:
@@ -172,15 +182,25 @@ class DeploymentProfile(BaseModel):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"workload: '{dup[0]}' is listed twice")
-        if not sum(w.weight for w in self.workload) > 0:
-            raise ValueError("workload: the weights sum to 0")
+        # As a whole: each weight is finite (its field says so), and so must their sum be, or
+        # normalising makes every share 0 (two weights of 1e308 sum to inf).
+        _sum_checked("workload", [w.weight for w in self.workload])
         c = self.concurrency
-        if isinstance(c, ConcurrencyHistogram) and not sum(c.weights) > 0:
-            raise ValueError("concurrency.weights: the weights sum to 0")
+        if isinstance(c, ConcurrencyHistogram):
+            _sum_checked("concurrency.weights", c.weights)
         s = self.context
-        if isinstance(s, ContextBuckets) and not sum(s.weights) > 0:
-            raise ValueError("context.weights: the weights sum to 0")
+        if isinstance(s, ContextBuckets):
+            _sum_checked("context.weights", s.weights)
         return self
+
+    def link_problem(self) -> str | None:
+        """Why a link (`dp`) cannot carry this profile (None: it can): its compact form is over
+        URL_MAX_CHARS, or does not read back as a profile."""
+        text = self.to_url()
+        if len(text) > URL_MAX_CHARS:
+            return (f"its link form is {len(text):,} characters; a link carries at most "
+                    f"{URL_MAX_CHARS:,} (fewer buckets or shorter weights fit)")
+        return url_problem(text)
 
     # -- the discretised distributions ------------------------------------------------------
     def batch_buckets(self) -> tuple[IntArray, FloatArray]:
@@ -254,6 +274,9 @@ def _pairs(text: str, what: str) -> tuple[list[str], list[str]]:
 
 
 def _float(text: str, what: str) -> float:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError(f"{what}: '{text[:20]}…' is longer than {MAX_NUMBER_CHARS} characters "
+                         "(MAX_NUMBER_CHARS)")
     try:
         x = float(text)
     except ValueError:
@@ -264,8 +287,10 @@ def _float(text: str, what: str) -> float:
 
 
 def _int(text: str, what: str) -> int:
-    if not text.isascii() or not text.isdigit():
-        raise ValueError(f"{what}: '{text[:20]}' is not a whole number")
+    # At most a few digits more than any bound here (MAX_CONTEXT): int() of a 5,000-digit text
+    # raises its own error, and costs time long before that.
+    if not text.isascii() or not text.isdigit() or len(text) > 12:
+        raise ValueError(f"{what}: '{text[:20]}' is not a whole number of at most 12 digits")
     return int(text)
 
 

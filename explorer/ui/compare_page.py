@@ -23,6 +23,7 @@ from explorer.interfaces.store import (
     default_store,
     parse_id,
 )
+from explorer.interfaces.view_state import decode_view
 from explorer.specs.scenario import Scenario
 from explorer.ui import compare_figures as cf
 from explorer.ui.text import md_text
@@ -48,8 +49,11 @@ def _describe(sc: Scenario) -> str:
 
 
 def item_of_record(record: StoredScenario) -> CompareItem:
+    # The stored view through the link's validation (a tampered `slo: "abc"` falls back to its
+    # default, as `?s=` does), never read raw.
     return CompareItem(f"saved:{record.id}", f"{record.name or _describe(record.scenario)} "
-                       f"(?s={record.id[:8]}…)", record.scenario, dict(record.view))
+                       f"(?s={record.id[:8]}…)", record.scenario,
+                       dict(decode_view(record.view).values))
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, str]:

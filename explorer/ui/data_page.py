@@ -164,7 +164,8 @@ def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> 
         st.info("The explorer uses your measured kernel times for matching GEMM/attention "
                 "shapes; other kernels use the (calibrated) roofline.")
     if hardware_overrides() is not None:
-        st.info(f"The explorer uses calibrated hardware: {hardware_overrides().label}")  # type: ignore[union-attr]
+        st.info("The explorer uses calibrated hardware: "
+                + md_text(hardware_overrides().label))  # type: ignore[union-attr]
 
 
 def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
@@ -178,8 +179,8 @@ def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
     st.subheader("Measured step times")
     kind = ("whole speculation rounds (drafting included)" if whole
             else "the target's verify step (no drafting)")
-    st.markdown(f"**{name}** holds {kind} at {len(t.batch)} (B, D) points; they are taken at "
-                f"the explorer's context S={scenario.context}.")
+    st.markdown(f"**{md_text(name)}** holds {kind} at {len(t.batch)} (B, D) points; they are "
+                f"taken at the explorer's context S={scenario.context}.")
     c = st.columns(2)
     if c[0].button("Use these step times in the explorer", key="use_steps"):
         st.session_state[MEASURED_STEPS] = apply_measured_file(
@@ -195,7 +196,7 @@ def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
     st.subheader("Draft cost backed out of measured step times")
     out = _back_out(scenario, t)
     st.markdown(f"{out.summary}  \nT_draft = measured step − model T_verif(B·(1+D)), for "
-                f"{scenario.mechanism} on {scenario.model}.")
+                f"{scenario.mechanism} on {md_text(scenario.model)}.")
     if out.n_negative:
         st.warning(out.message)
     fig = draft_backout_figure(out)

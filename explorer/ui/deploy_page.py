@@ -29,6 +29,7 @@ from explorer.specs.deployment import (
     DeploymentProfile,
     profile_error,
     profile_from_url,
+    url_problem,
 )
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
@@ -186,6 +187,11 @@ def _editor(profile: DeploymentProfile, mechanism: str,
         if st.form_submit_button("Apply"):
             try:
                 new = profile_of_form(form)
+                # The profile lives in the link (`dp`): one a link cannot carry is refused here
+                # with the reason, not written and then silently read as the default.
+                problem = new.link_problem()
+                if problem is not None:
+                    raise ValueError(problem)
             except ValueError as exc:
                 st.session_state[ERROR_KEY] = f"Profile not applied — {exc}"
             else:
@@ -245,6 +251,11 @@ def render(sc: Scenario | None) -> None:
         st.error("The sidebar's scenario cannot be evaluated: fix it on the Explorer page.")
         return
     profile = current_profile()
+    given = str(st.session_state.get(PROFILE_KEY, SETTING_BY_KEY[PROFILE_KEY].default))
+    problem = url_problem(given)
+    if problem is not None:  # named, never silently replaced
+        st.warning(md_text(f"The deployment profile (dp) cannot be read — {problem}; showing "
+                           "the default profile."), icon=":material/warning:")
     uploads = uploaded_curves(sc.mechanism)
     _editor(profile, sc.mechanism, uploads)
     used = {w.source for w in profile.workload}

@@ -76,7 +76,7 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     try:
         sc, notes = build_scenario(values, uploaded, overrides)
     except (ScenarioError, ValueError) as exc:
-        st.error(f"This scenario cannot be evaluated: {exc}")
+        st.error(f"This scenario cannot be evaluated: {md_text(str(exc))}")
         return
     for n in notes:
         st.warning(n, icon=":material/warning:")
@@ -117,7 +117,9 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
 
     best = rec.best
     if best is not None:
-        st.success(f"**Recommendation:** {rec.explanation}", icon=":material/check_circle:")
+        # The explanation names the target, which a link (`cm`) or a config file may name.
+        st.success(f"**Recommendation:** {md_text(rec.explanation)}",
+                   icon=":material/check_circle:")
         _apply_button(values, best.mechanism, best.draft_len, best.mechanism_name)
     else:
         st.error("**No mechanism fits in memory at this operating point.**\n\n"
@@ -132,7 +134,7 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     with st.container(border=True):
         st.subheader("The five guidelines, evaluated here")
         st.markdown("\n\n".join(  # one element, not five: less to send and redraw per move
-            f"{'▶' if g.applies else '·'} **{g.id}. {g.title}** — {g.text}"
+            f"{'▶' if g.applies else '·'} **{g.id}. {g.title}** — {md_text(g.text)}"
             for g in rec.guidelines))
 
     _view_switcher(sc, js, ev, rec, values)

@@ -3,26 +3,22 @@
 Streamlit renders Markdown (links, images, ``$math$``, ``:color[…]``, ``:icon:``, and bare
 ``https://…``, ``www.…`` and e-mail addresses as links) in alerts, captions and markdown; Plotly
 renders a subset of HTML (``<a href>``, ``<b>``, ``<br>``) in trace names and hover text. Anything
-a user or a shared link supplies goes through these first.
+a user or a shared link supplies goes through these first: both are the one quoting function of
+explorer/base/quoting.py (controls and lone surrogates escaped as well).
 """
 
 from __future__ import annotations
 
 import html
-import re
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:&])")
-_WORD_JOINER = "\u2060"  # invisible; breaks the patterns that turn bare text into links
-_AUTOLINK = re.compile(r"(?i)(://|\bwww(?=\.)|@)")
+from explorer.base.quoting import shown
 
 
 def md_text(text: str) -> str:
     """Escape every character Markdown or Streamlit could read as markup (shown literally)."""
-    text = _AUTOLINK.sub(lambda m: {"://": ":" + _WORD_JOINER + "//", "@": _WORD_JOINER + "@"}
-                         .get(m.group(1), m.group(1) + _WORD_JOINER), text)
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    return shown(text)
 
 
 def plotly_text(text: str) -> str:
     """Escape the HTML that Plotly renders in names and hover text (shown literally)."""
-    return html.escape(text, quote=False)
+    return html.escape(shown(text, markdown=False), quote=False)

@@ -1,6 +1,8 @@
 """Load: 20 concurrent sessions move the D slider against one server on 127.0.0.1, plus one real
-browser page doing the same meanwhile. No errors, every session sees its own numbers, and the
-time from slider change to finished rerun is printed (p50/p95), with the server's memory.
+browser page doing the same meanwhile; and a few sessions doing so while a browser page uploads a
+1 MiB hostile CSV again and again (issue 25: it must not stall them). No errors, every session
+sees its own numbers, and the time from slider change to finished rerun is printed (p50/p95),
+with the server's memory.
 
 The 20 sessions speak Streamlit's own protobuf WebSocket protocol (tests/st_client.py) — what a
 browser sends on a slider move, without the rendering that 20 Chromium pages would cost on two
@@ -20,7 +22,7 @@ import pytest
 
 from explorer import Scenario, evaluate
 from tests.support.server import free_port, log_problems, memory_mib, start_server, stop_server
-from tests.support.st_client import IDLE, StSession
+from tests.support.st_client import IDLE, StSession, data_upload_input, settle
 
 pytestmark = pytest.mark.browser
 
@@ -159,4 +161,118 @@ def test_twenty_sessions_move_sliders_concurrently(chromium, tmp_path: Path):
     assert min(moves) >= 3, f"some session barely moved: {moves}"
     assert pct(times, 0.95) < 60, "a session waited over a minute for its rerun"
     assert peak < 2048, f"server peak memory {peak:.0f} MiB"
+    assert not log_problems(log), log_problems(log)[:5]
+
+
+# --- issue 25: one small hostile upload must not stall the server ---------------------------------
+N_OTHERS = 5  # sessions moving sliders while the upload is read
+UPLOADS = 4  # the 1 MiB ragged CSV, uploaded again and again through a real browser page
+RAGGED_CELLS, RAGGED_ROWS = 100_000, 5  # a 2-column header over 5 rows of 100,000 cells: 1 MiB
+UPLOAD_PAUSE_S = 1.5
+BASELINE_S = 8.0  # the same sessions before the uploads, for comparison
+MAX_OTHERS_P95_S = 0.5
+
+
+def test_a_ragged_upload_does_not_stall_the_other_sessions(chromium, tmp_path: Path):
+    """The CSV whose header has 2 columns and whose rows have 100,000 cells cost 77–90 s and
+    1.2 GiB per upload when only the header's width was capped, and every other session's p95
+    went from 184 ms to 3.3 s. Now each upload is refused naming MAX_COLUMNS, and the sessions
+    moving sliders meanwhile keep their p95 under 500 ms."""
+    data = ("D,AL\n" + ("1,1.5" + ",9" * (RAGGED_CELLS - 2) + "\n") * RAGGED_ROWS).encode()
+    table = {d: expected(d) for d in range(D_MAX + 1)}
+    port = free_port()
+    log = tmp_path / "server.log"
+    proc = start_server(port, log)
+    url = f"http://127.0.0.1:{port}"
+    times: list[float] = []  # while the uploads run
+    baseline: list[float] = []  # the same sessions just before
+    errors: list[str] = []
+    lock = threading.Lock()
+    uploading = threading.Event()
+    done = threading.Event()
+    ready = threading.Barrier(N_OTHERS + 1, timeout=300)
+
+    def session(i: int) -> None:
+        rng = random.Random(100 + i)
+        d = i
+        try:
+            with StSession(url) as s:
+                first = s.rerun(f"d={d}&v=1")
+                if first.exceptions:
+                    errors.append(f"session {i}: {first.exceptions}")
+                for w in range(i, D_MAX + 1, N_OTHERS):  # warm the server's caches: every D
+                    s.set_slider("d", w)
+                    s.rerun(f"d={w}&v=1")
+                    d = w
+                ready.wait()
+                while not done.is_set():
+                    time.sleep(rng.uniform(0.2, 0.6))
+                    d = rng.choice([x for x in range(D_MAX + 1) if x != d])
+                    s.set_slider("d", d)
+                    during = uploading.is_set()
+                    run = s.rerun(f"d={d}&v=1")
+                    with lock:
+                        (times if during and uploading.is_set() else baseline).append(
+                            run.elapsed_s)
+                        if run.status != 0 or run.exceptions:
+                            errors.append(f"session {i} D={d}: {run.status} {run.exceptions}")
+                        if run.metric("Speedup") != table[d][0]:
+                            errors.append(f"session {i} D={d}: shows {run.metric('Speedup')}")
+        except Exception as exc:
+            errors.append(f"session {i}: {type(exc).__name__}: {exc}")
+            if not ready.broken:
+                ready.abort()
+
+    threads = [threading.Thread(target=session, args=(i,), daemon=True) for i in range(N_OTHERS)]
+    refusals: list[float] = []
+    try:
+        for t in threads:
+            t.start()
+        page = chromium.new_page(viewport={"width": 1400, "height": 2000})
+        page.goto(url + "/data", timeout=120_000)
+        settle(page)
+        ready.wait()
+        rss0, _ = memory_mib(proc.pid)
+        time.sleep(BASELINE_S)
+        uploading.set()
+        t_phase = time.perf_counter()
+        for k in range(UPLOADS):
+            path = tmp_path / f"ragged_{k}.csv"
+            path.write_bytes(data)
+            t0 = time.perf_counter()
+            data_upload_input(page).set_input_files(str(path))
+            (page.get_by_test_id("stAlert").filter(has_text=path.name)
+             .filter(has_text="MAX_COLUMNS").first.wait_for(timeout=60_000))
+            refusals.append(time.perf_counter() - t0)
+            time.sleep(UPLOAD_PAUSE_S)
+        phase_s = time.perf_counter() - t_phase
+        uploading.clear()
+        done.set()
+        for t in threads:
+            t.join(timeout=120)
+        _, peak = memory_mib(proc.pid)
+        assert page.locator("[data-testid='stException']").count() == 0
+        page.close()
+        alive = proc.poll() is None
+    finally:
+        done.set()
+        stop_server(proc)
+
+    print(f"\nragged upload under load: {UPLOADS} uploads of a {len(data) / 2**20:.2f} MiB CSV "
+          f"(2-column header, {RAGGED_ROWS} rows of {RAGGED_CELLS:,} cells) in a browser while "
+          f"{N_OTHERS} sessions move sliders for {phase_s:.1f} s")
+    print(f"  upload → refusal shown (browser, rendering included): "
+          f"{', '.join(f'{x:.2f}' for x in refusals)} s")
+    for what, xs in (("before the uploads", baseline), ("while uploading", times)):
+        if xs:
+            print(f"  other sessions' slider → finished rerun, {what} (n={len(xs)}): "
+                  f"p50 {statistics.median(xs) * 1e3:.0f} ms, p95 {pct(xs, 0.95) * 1e3:.0f} ms, "
+                  f"max {max(xs) * 1e3:.0f} ms")
+    print(f"  server memory: {rss0:.0f} MiB before the uploads, peak {peak:.0f} MiB")
+    assert not errors, errors[:10]
+    assert alive, "the server died"
+    assert len(refusals) == UPLOADS
+    assert len(times) >= 2 * N_OTHERS, "the other sessions barely moved"
+    assert pct(times, 0.95) < MAX_OTHERS_P95_S, f"p95 {pct(times, 0.95):.2f} s"
+    assert peak - rss0 < 300, f"server peak {peak:.0f} MiB, {rss0:.0f} MiB before"
     assert not log_problems(log), log_problems(log)[:5]

@@ -188,7 +188,7 @@ def test_check_of_a_healthy_store_exits_0():
     code, out, _ = run("scenario", "check", "--json")
     assert code == 0 and json.loads(out) == {
         "store": store.default_store().url, "healthy": True, "damage": None, "records": 1,
-        "unreadable": []}
+        "unreadable": [], "broken": []}
 
 
 @pytest.mark.slow  # three CLI runs in other Pythons: seconds, out of the quick loop

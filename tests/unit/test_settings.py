@@ -356,8 +356,8 @@ def test_the_settings_module_is_the_specs_layer():
     for name in leaves:
         path = ROOT / (name.replace(".", "/") + ".py")
         leaf = ast.parse(path.read_text(encoding="utf-8"))
-        # (the base layer below every spec is allowed: architecture asks the mechanism
-        # registry, explorer/base/mechanisms.py, which drafter kinds exist)
+        # The base layer lies below every layer: the shared caps, the one quoting/reading and
+        # the mechanism registry (explorer/base/mechanisms.py).
         assert not {n.module for n in ast.walk(leaf) if isinstance(n, ast.ImportFrom)
                     and (n.module or "").startswith("explorer")
                     and not (n.module or "").startswith("explorer.base.")}, name
@@ -403,7 +403,9 @@ def _packed(raw: bytes) -> str:
     ("A" * 5000, "URL parameter 'cm' (custom target model): too long"),
     ("not*base64", "not a packed spec (base64url"),
     (_packed(b"[1, 2]"), "not a packed spec (not an object)"),
-    (_packed(b"{1: eval}"), "not a packed spec (JSONDecodeError)"),
+    (_packed(b"{1: eval}"), "not a packed spec: not valid JSON"),
+    (_packed(b"[" * 60000), "the limit is 32 (MAX_JSON_DEPTH)"),
+    (_packed(b'{"hidden": ' + b"9" * 5000 + b"}"), "(MAX_NUMBER_CHARS)"),
     ("eNpLy0nMBQ", "not a packed spec (cut short)"),
     ("", None),
 ])

@@ -8,16 +8,57 @@ here, with no way back."""
 
 from __future__ import annotations
 
+import io
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TextIO
 
 from explorer.base.errors import ScenarioError
+from explorer.base.quoting import shown
 from explorer.interfaces.cli.commands import COMMANDS, build_parser
 from explorer.interfaces.cli.options import FLAG_OF_FIELD, UsageError
 
 
+class TerminalText(io.TextIOBase):
+    """A terminal's side of stdout/stderr: every line printed goes through the one quoting
+    function (explorer/base/quoting.py `shown`, without Markdown: a terminal renders none), so
+    no text a file, a link or a flag supplies — a model name, a path, a cell — can move the
+    cursor, retitle the window or fail to encode (a lone surrogate). JSON is printed ASCII-only
+    and passes unchanged; line breaks are kept."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write("\n".join(shown(line, markdown=False) for line in text.split("\n")))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
+@contextmanager
+def _terminal() -> Iterator[None]:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalText(out), TerminalText(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with _terminal():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)

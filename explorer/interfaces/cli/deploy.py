@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
+import math
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,6 +11,8 @@ from pydantic import ValidationError
 from explorer.analysis.deploy import POLICY_NAMES, deploy
 from explorer.analysis.inverse import required_al, required_to_beat
 from explorer.base.errors import ScenarioError
+from explorer.base.quoting import quote
+from explorer.base.reading import read_json_file
 from explorer.export.deploy_configs import export_policy
 from explorer.interfaces.cli.options import (
     UsageError,
@@ -42,12 +43,10 @@ def add_parsers(sub: Any) -> None:
 def load_profile(path: str | None) -> DeploymentProfile:
     if path is None:
         return DEFAULT_PROFILE
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"argument --profile: cannot read '{path}': {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"argument --profile: '{path}' is not JSON: {exc}") from None
+    try:  # kind, size, nesting, numbers: the caps every JSON reader meets
+        data = read_json_file(path)
+    except ValueError as exc:
+        raise UsageError(f"argument --profile: {exc}") from None
     try:
         return DeploymentProfile.model_validate(data)
     except ValidationError as exc:
@@ -88,12 +87,13 @@ def cmd_require(args: argparse.Namespace) -> int:
         raise UsageError("argument --draft-len: needs D ≥ 1 (D = 0 is plain decoding)")
     if args.beat is not None:
         if args.beat not in mechanism_presets():
-            raise UsageError(f"argument --beat: unknown mechanism '{args.beat}'; known: "
+            raise UsageError(f"argument --beat: unknown mechanism {quote(args.beat)}; known: "
                              + ", ".join(mechanism_presets()))
         req = required_to_beat(scenario, args.beat, d)
     else:
-        if not args.target_speedup > 0:
-            raise UsageError("argument --target-speedup: must be > 0")
+        if not (math.isfinite(args.target_speedup) and args.target_speedup > 0):
+            raise UsageError(f"argument --target-speedup: must be a finite number > 0, got "
+                             f"{args.target_speedup:g}")
         req = required_al(scenario, args.target_speedup, d)
     if args.json:
         print_json(req.model_dump())

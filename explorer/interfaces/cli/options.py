@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
+from explorer.base.quoting import quote
+from explorer.base.reading import read_json_file
 from explorer.calibration.measured_file import (
     TIMING_USES,
     MeasuredFileError,
@@ -147,7 +148,7 @@ def _config_error(flag: str, path: str, result: HfModelConfig) -> UsageError:
     errors = [p for p in result.problems if p.severity == "error"]
     first = errors[0] if errors else None
     where = f"field {first.field}: " if first is not None and first.field else ""
-    return UsageError(f"argument {flag}: '{path}' is not a usable config.json: {where}"
+    return UsageError(f"argument {flag}: {quote(path, 200)} is not a usable config.json: {where}"
                       f"{first.message if first else result.summary}")
 
 
@@ -249,7 +250,8 @@ def sweep_axes(args: argparse.Namespace) -> dict[str, Any]:
         known = preset_table(s.presets) if s.presets is not None else {}
         for x in items:
             if x not in known:
-                raise UsageError(f"argument {s.flag}: unknown '{x}'; known: " + ", ".join(known))
+                raise UsageError(f"argument {s.flag}: unknown {quote(x)}; known: "
+                                 + ", ".join(known))
         axes[s.field] = items
     return axes
 
@@ -259,14 +261,13 @@ def scenario_from_args(args: argparse.Namespace, overrides: dict[str, object] | 
     """The scenario of the flags over --scenario FILE (or `base`, a saved scenario)."""
     fields: dict[str, Any] = dict(base or {})
     if args.scenario:
-        try:
-            fields = json.loads(Path(args.scenario).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"argument --scenario: cannot read '{args.scenario}': {exc}") from None
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"argument --scenario: '{args.scenario}' is not JSON: {exc}") from None
-        if not isinstance(fields, dict):
+        try:  # kind, size, nesting, numbers: the caps every JSON reader meets
+            data = read_json_file(args.scenario)
+        except ValueError as exc:
+            raise UsageError(f"argument --scenario: {exc}") from None
+        if not isinstance(data, dict):
             raise UsageError("argument --scenario: the file must hold a JSON object")
+        fields = data
     for s in SCENARIO_SETTINGS:
         value = getattr(args, s.dest, None)
         if value is not None and s.field is not None:
@@ -298,7 +299,7 @@ def _load(path: str, flag: str) -> ParseResult:
         parts = [f"row {first.row}" if first and first.row is not None else "",
                  f"field {first.field}" if first and first.field is not None else ""]
         where = f" ({', '.join(x for x in parts if x)})" if any(parts) else ""
-        raise UsageError(f"argument {flag}: '{path}' is not valid {result.format}: "
+        raise UsageError(f"argument {flag}: {quote(path, 200)} is not valid {result.format}: "
                          f"{len(errors)} problem(s){where}: "
                          f"{first.message if first else result.summary}; run `validate` for all")
     return result

@@ -25,6 +25,7 @@ from explorer.specs.settings import Setting
 if TYPE_CHECKING:
     from explorer.interfaces.store import ScenarioStore, StoredScenario
 
+MAX_LIST_LIMIT = 1_000_000  # `scenario list --limit`: more rows than a listing shows
 EXIT_DAMAGED = 2  # `scenario check`: the store is damaged or holds unreadable records
 REPAIR_HINT = ("repair: README \"Hosting\" (SQLite: sqlite3 FILE \".recover\" | sqlite3 "
                "repaired.sqlite3, then put the repaired file in its place; or restore a backup)")
@@ -129,8 +130,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from explorer.interfaces.store import StoreError, UnreadableScenario, default_store
 
-    if args.limit < 1:
-        raise UsageError("argument --limit: must be ≥ 1")
+    if not 1 <= args.limit <= MAX_LIST_LIMIT:  # SQL integers are 64-bit: a huge one overflows
+        raise UsageError(f"argument --limit: must be between 1 and {MAX_LIST_LIMIT:,}")
     store = default_store()
     try:
         rows = store.list(limit=args.limit)
@@ -175,13 +176,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"store": health.store, "healthy": health.healthy, "damage": health.damage,
                     "records": health.records,
-                    "unreadable": [u.model_dump() for u in health.unreadable]})
+                    "unreadable": [u.model_dump() for u in health.unreadable],
+                    "broken": [u.model_dump() for u in health.broken]})
     else:
         state = "ok" if health.damage is None else f"DAMAGED: {health.damage}"
         print(f"{health.store}: {health.records} record(s) read, "
-              f"{len(health.unreadable)} unreadable; integrity {state}")
+              f"{len(health.unreadable)} unreadable"
+              + (f", {len(health.broken)} with a broken view" if health.broken else "")
+              + f"; integrity {state}")
         for u in health.unreadable:
             print(f"{u.id}  unreadable: {u.reason}")
+        for u in health.broken:
+            print(f"{u.id}  broken view (opens with defaults): {u.reason}")
         if health.damage is not None:
             print(REPAIR_HINT)
     return 0 if health.healthy else EXIT_DAMAGED
