@@ -69,7 +69,7 @@ def availability(scenario: Scenario, slug: str | None = None) -> Availability:
         heads = draft_heads().get((model.slug, slug), ())
         own = [h for h in heads if h.same_weights]
         if own:
-            listed = "; ".join(f"{h.checkpoint} (for {h.trained_for}: {h.source})" for h in own)
+            listed = "; ".join(f"{h.summary} [{h.source}]" for h in own)
             return Availability(mechanism=slug, available=True, status="published",
                                 text=f"published: {listed}",
                                 checkpoints=[h.checkpoint for h in own])

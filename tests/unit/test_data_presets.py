@@ -16,6 +16,7 @@ from types import ModuleType
 
 import pytest
 
+from explorer.presets import model_presets
 from tests.support.paths import ROOT
 
 DATA = ROOT / "data"
@@ -487,11 +488,21 @@ def test_default_draft_models_share_the_targets_tokenizer() -> None:
 
 def test_draft_heads_name_known_presets_and_a_source() -> None:
     header, rows = read("draft_heads.csv")
-    assert header == ["target", "mechanism", "checkpoint", "trained_for", "same_weights", "source"]
+    assert header == ["target", "mechanism", "checkpoint", "trained_for", "same_weights",
+                      "draft_len", "training_data", "published_al", "source"]
     mech = by_slug("mechanisms.csv")
     for i, r in enumerate(rows, start=2):
-        assert r["target"] in MODEL_SLUGS and r["mechanism"] in MECHANISM_SLUGS, i
+        assert r["target"] in set(model_presets()) and r["mechanism"] in MECHANISM_SLUGS, i
         assert mech[r["mechanism"]]["draft_weights"] in ("checkpoint", "target_mtp"), i
         assert r["same_weights"] in ("yes", "no") and r["checkpoint"] and r["source"].strip(), i
+    # the catalogue holds the public drafters the issue names (ids confirmed with the search
+    # tools), one row each: adding a drafter is adding a row
+    ids = [(r["target"], r["checkpoint"]) for r in rows]
+    assert len(ids) == len(set(ids))
+    for target, ckpt in (("gpt-oss-20b", "RedHatAI/gpt-oss-20b-speculator.eagle3"),
+                         ("qwen3-8b", "RedHatAI/Qwen3-8B-speculator.eagle3"),
+                         ("qwen3-8b", "z-lab/Qwen3-8B-DFlash-b16"),
+                         ("gpt-oss-120b", "nvidia/gpt-oss-120b-Eagle3-short-context")):
+        assert (target, ckpt) in ids
     for r in mech.values():
         assert r["training_source"].strip(), r["slug"]
