@@ -354,6 +354,10 @@ class PublishedPoint:
     primary: bool  # False for secondary transcriptions (approx / source say SECONDARY)
     target: str
     family: str
+    # how it was obtained: "serving benchmark" (an independent suite or a third party on a
+    # serving engine) or "own card/paper" (the drafter's authors on their chosen benchmarks)
+    kind: str = "serving benchmark"
+    workload: str = "mixed"  # chat, coding, math/reasoning, summarisation/RAG, mixed, other
 
 
 @lru_cache(maxsize=1)
@@ -366,6 +370,7 @@ def published_al_points() -> tuple[PublishedPoint, ...]:
             dataset=r["dataset"], draft_len=int(float(r["D"])), acceptance_length=float(r["AL"]),
             temperature=_temperature(r["temperature"]), source=r["source"],
             primary=not secondary, target=r["target"], family=r["family"],
+            kind=r.get("kind") or "serving benchmark", workload=r.get("workload") or "mixed",
         ))
     return tuple(out)
 

@@ -309,7 +309,10 @@ def _with_al_file(scenario: Scenario, path: str) -> Scenario:
         have = sorted({c.mechanism or "?" for c in result.curves})
         raise UsageError(f"argument --al-file: no curve for mechanism '{scenario.mechanism}' in "
                          f"'{path}' (it has: {', '.join(have) or 'no curves'})")
-    return scenario.model_copy(update={"acceptance": Acceptance(kind="curve", curve=curves[0])})
+    # a multi-category file stands for its overall/mean row (named in the curve's label)
+    index = result.default_curve_index(scenario.mechanism)
+    curve = result.curves[index] if index is not None else curves[0]
+    return scenario.model_copy(update={"acceptance": Acceptance(kind="curve", curve=curve)})
 
 
 def _with_timings_file(scenario: Scenario, path: str) -> Scenario:
