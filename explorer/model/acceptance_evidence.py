@@ -144,6 +144,24 @@ def prior_marginal(mech: MechanismSpec, positions: int = MAX_DRAFT_LEN) -> np.nd
     return marginal_from_conditional(np.clip(mech.first_rate * mech.decay**j, 0.0, 1.0))
 
 
+def workload_of(dataset: str) -> str:
+    """The workload category of a dataset name, for points that do not carry one (the
+    categories of data/al_curves.csv's `workload` column)."""
+    t = dataset.lower()
+    if re.search(r"avg of|average|overall|qualitative$|throughput|isl 1k|long-context|mixed", t):
+        return "mixed"
+    if re.search(r"summar|cnn|rag|lcsts", t):
+        return "summarisation/RAG"
+    if re.search(r"code|coding|humaneval|mbpp|livecodebench|instructcoder", t):
+        return "coding"
+    if re.search(r"gsm8k|math|aime|reasoning|stem", t):
+        return "math/reasoning"
+    if re.search(r"sharegpt|mt-bench|mtbench|alpaca|arena|magpie|chat|qa|humanities|writing|"
+                 r"roleplay|multilingual|finance", t):
+        return "chat"
+    return "other" if "translation" in t else "mixed"
+
+
 def run_source(source: str) -> str:
     """The run a point belongs to: its source without the file or part it was read from
     ('SpecDecodeBench-simulator@2fdccbd data/llama3.1-8B/…' → its first words)."""
@@ -380,11 +398,15 @@ def evidence(mechanism: str, target_slug: str | None, family: str,
     discount, discount_sd, pairs = (1.0, 0.0, 0) if serving else card_discount(exclude_source)
     logs = np.asarray([np.log(max(_mix_level(r, offsets), 1e-9)) for r in used])
     level = float(np.exp(logs.mean())) * discount
+    # the pooled within-run σ of the mechanism: a run of one dataset shows only how well the
+    # prior's shape fits it, not how a point scatters around a level
     within, source_sd, model_sd = mechanism_spreads(mechanism, exclude_source)
-    own_within = _sd(_within(used, offsets))
-    if np.isfinite(own_within) and sum(len(r.points) for r in used) >= MIN_POINTS_FOR_SPREAD:
-        within = own_within
     between = source_sd if closeness == "same model" else model_sd
+    # predictive, not the spread of the mean: a new source (or model) differs from the mean of
+    # n known ones by σ²(1 + 1/n) — one known source leaves twice the variance
+    n_known = len({(run_source(r.points[0].source) if closeness == "same model" else r.model)
+                   for r in used})
+    between *= float(np.sqrt(1.0 + 1.0 / max(n_known, 1)))
     log_sd = float(np.sqrt(within**2 + between**2 + discount_sd**2))
     parts = (f"within a run {within:.2f}, between "
              + ("sources on this model" if closeness == "same model" else "models")
