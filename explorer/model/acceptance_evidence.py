@@ -131,7 +131,9 @@ class Evidence:
         where = {"same model": f"the same model as {target.name if target else '?'}",
                  "same family": f"the {target.family if target else '?'} family",
                  "other family": "other model families"}[self.closeness]
+        spreads = workload_spreads(self.mechanism)
         per = ", ".join(f"{w} ×{self.workload_level(w):.3g}" + (
+            f" σ {spreads[w]:.2f}" if w in spreads else "") + (
             "" if self.workload_counts.get(w) else " (offset only)") for w in WORKLOADS)
         return (f"{self.closeness}: {len(self.points)} published points on {where} ({shown}); "
                 f"{self.how_obtained}; level ×{self.level:.3g} of the prior's shape for the "
@@ -259,6 +261,22 @@ def workload_offsets(mechanism: str, exclude_source: str = "") -> dict[str, floa
     raw = {w: float(np.mean(v)) for w, v in res.items() if v}
     mix = sum(DEFAULT_MIX[w] * raw.get(w, 0.0) for w in WORKLOADS)
     return {w: raw.get(w, mix) - mix for w in WORKLOADS}
+
+
+@lru_cache(maxsize=64)
+def workload_spreads(mechanism: str, exclude_source: str = "") -> dict[str, float]:
+    """σ of each workload's points around its offset (log of AL − 1), in the runs that give
+    the offsets: how much one chat (coding, …) benchmark differs from another."""
+    pooled = [s for s in mechanism_presets() if _lookup(s) == _lookup(mechanism)]
+    res: dict[str, list[float]] = {w: [] for w in WORKLOADS}
+    for slug in pooled:
+        for run in _runs(mechanism_presets()[slug], _points(slug, exclude_source)):
+            if len({p.workload for p in run.points} & set(WORKLOADS)) < 2:
+                continue
+            for p, r in zip(run.points, run.residuals, strict=True):
+                if p.workload in res:
+                    res[p.workload].append(float(r))
+    return {w: float(np.std(v, ddof=1)) for w, v in res.items() if len(v) >= 2}
 
 
 def _mix_correction(run: _Run, offsets: dict[str, float]) -> float:

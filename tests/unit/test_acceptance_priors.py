@@ -87,3 +87,15 @@ def test_leaving_a_source_out_changes_the_level_it_set():
     held = evidence("eagle3", "llama-3.1-8b", "llama-3", exclude_source=src)
     assert not any(run_source(p.source) == src for p in held.points)
     assert held.level < full.level - 0.1  # its MT-bench runs sit above SpecDecodeBench's
+
+
+def test_each_workload_has_its_own_spread_shown_with_its_level():
+    from explorer.model.acceptance_evidence import workload_spreads
+
+    sp = workload_spreads("eagle3")
+    assert set(sp) == set(DEFAULT_MIX)
+    assert sp["chat"] == pytest.approx(0.24, abs=0.01)  # chat benchmarks differ the most
+    assert sp["coding"] == pytest.approx(0.10, abs=0.01)
+    text = evidence("eagle3", "gpt-oss-20b", "gpt-oss").describe(model_presets()["gpt-oss-20b"])
+    assert "per workload chat ×0.558 σ 0.24, coding ×0.851 σ 0.10" in text
+    assert "summarisation/RAG ×0.725 σ 0.19 (offset only)" in text  # no such point on it
