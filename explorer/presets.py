@@ -376,6 +376,10 @@ class PublishedPoint:
     primary: bool  # False for secondary transcriptions (approx / source say SECONDARY)
     target: str
     family: str
+    # how it was obtained: "serving benchmark" (an independent suite or a third party on a
+    # serving engine) or "own card/paper" (the drafter's authors on their chosen benchmarks)
+    kind: str = "serving benchmark"
+    workload: str = "mixed"  # chat, coding, math/reasoning, summarisation/RAG, mixed, other
 
 
 @lru_cache(maxsize=1)
@@ -388,13 +392,15 @@ def published_al_points() -> tuple[PublishedPoint, ...]:
             dataset=r["dataset"], draft_len=int(float(r["D"])), acceptance_length=float(r["AL"]),
             temperature=_temperature(r["temperature"]), source=r["source"],
             primary=not secondary, target=r["target"], family=r["family"],
+            kind=r.get("kind") or "serving benchmark", workload=r.get("workload") or "mixed",
         ))
     return tuple(out)
 
 
 @dataclass(frozen=True)
 class DraftHead:
-    """A published drafter checkpoint for a target preset (data/draft_heads.csv)."""
+    """A published drafter checkpoint for a target preset: one row of the drafter catalogue
+    data/draft_heads.csv (adding a public drafter is adding a row, with its source)."""
 
     target: str
     mechanism: str
@@ -402,6 +408,17 @@ class DraftHead:
     trained_for: str  # the model it was trained for
     same_weights: bool  # trained for the preset's model (or a revision of it), not a sibling
     source: str
+    draft_len: str = ""  # the D or block size it was trained or published for ("3", "block 16")
+    training_data: str = ""  # what it was trained on, as its card says ("not read" if unread)
+    published_al: str = ""  # any AL published for it, with who measured it and how
+
+    @property
+    def summary(self) -> str:
+        """One line: the checkpoint, what it was trained for, its D and published AL."""
+        extra = "; ".join(x for x in (f"D/block {self.draft_len}" if self.draft_len else "",
+                                      f"published AL: {self.published_al}"
+                                      if self.published_al else "") if x)
+        return f"{self.checkpoint} (for {self.trained_for}" + (f"; {extra}" if extra else "") + ")"
 
 
 @lru_cache(maxsize=1)
@@ -411,7 +428,9 @@ def draft_heads() -> dict[tuple[str, str], tuple[DraftHead, ...]]:
     for r in _rows("draft_heads.csv"):
         head = DraftHead(target=r["target"], mechanism=r["mechanism"], checkpoint=r["checkpoint"],
                          trained_for=r["trained_for"], same_weights=r["same_weights"] == "yes",
-                         source=r["source"])
+                         source=r["source"], draft_len=r.get("draft_len", ""),
+                         training_data=r.get("training_data", ""),
+                         published_al=r.get("published_al", ""))
         out.setdefault((head.target, head.mechanism), []).append(head)
     return {k: tuple(v) for k, v in out.items()}
 

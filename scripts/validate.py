@@ -307,6 +307,7 @@ def main() -> int:
     speedups()
     kernels()
     roofline_cross_validation()
+    __import__("validate_acceptance").report(SHARED)  # groups A, B: acceptance intervals (#22)
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from explorer.base.errors import ScenarioError
+from explorer.model.acceptance_evidence import evidence_draft_lens
 from explorer.model.resolve import resolve, target_model
 from explorer.presets import draft_heads, mechanism_presets
 from explorer.specs.scenario import Scenario
@@ -68,8 +69,21 @@ def availability(scenario: Scenario, slug: str | None = None) -> Availability:
     if mech.needs_draft_weights:
         heads = draft_heads().get((model.slug, slug), ())
         own = [h for h in heads if h.same_weights]
+        if mech.is_block:  # a block head runs at its own block size only
+            fits = [h for h in own if _block_matches(h.draft_len, evidence_draft_lens(slug))]
+            other = [h for h in own if h not in fits]
+            own = fits
+            if other and not own:
+                listed = "; ".join(f"{h.summary} [{h.source}]" for h in other)
+                sizes = ", ".join(map(str, evidence_draft_lens(slug)))
+                return Availability(
+                    mechanism=slug, available=True, status="to be trained",
+                    text=f"to be trained for {model.name} at D ∈ {{{sizes}}}, where AL is "
+                    f"published: the public head(s) run at another or an unstated block size, "
+                    f"where no AL is published — {listed}; {mech.training_source}",
+                    checkpoints=[h.checkpoint for h in other])
         if own:
-            listed = "; ".join(f"{h.checkpoint} (for {h.trained_for}: {h.source})" for h in own)
+            listed = "; ".join(f"{h.summary} [{h.source}]" for h in own)
             return Availability(mechanism=slug, available=True, status="published",
                                 text=f"published: {listed}",
                                 checkpoints=[h.checkpoint for h in own])
@@ -81,3 +95,13 @@ def availability(scenario: Scenario, slug: str | None = None) -> Availability:
             + (f"; published for a sibling: {sibling}" if sibling else ""))
     return Availability(mechanism=slug, available=True, status="no training",
                         text=mech.training_source or "no training")
+
+
+def _block_matches(draft_len: str, published: tuple[int, ...]) -> bool:
+    """Whether a block head's stated size ('block 16', '7') is one the AL evidence covers (as
+    drafted tokens or as the block with its anchor token); an unstated size is not known to."""
+    digits = "".join(ch if ch.isdigit() else " " for ch in draft_len).split()
+    if not digits:
+        return False
+    n = int(digits[0])
+    return n in published or n - 1 in published

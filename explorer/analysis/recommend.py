@@ -58,6 +58,29 @@ class RankedOption(BaseModel):
 NOT_READY = "to be trained"
 
 
+class WorthTraining(BaseModel):
+    """A head that would have to be trained, asked as a question apart from the headline: what
+    its prior says, how far that evidence is from the target, and the AL it would need."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mechanism: str
+    mechanism_name: str
+    draft_len: int
+    speedup: float  # on the prior, at the scenario's B and S
+    speedup_low: float | None
+    speedup_high: float | None
+    acceptance_length: float  # the prior's AL at draft_len
+    evidence: str  # same model / same family / other family: how far the evidence is
+    evidence_how: str  # serving benchmarks, or own cards × the card discount
+    beat: str  # what it would have to beat (the recommendation, or plain decoding)
+    beat_speedup: float
+    required_al: float | None  # the AL it needs at draft_len to beat that (`require`)
+    required_feasible: bool
+    chance_to_beat: float  # share of the prior's draws in which it beats that
+    text: str
+
+
 class Recommendation(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -71,6 +94,8 @@ class Recommendation(BaseModel):
     fit_hints: list[str] = []  # nothing fits: what would (FP8 KV cache, FP8 weights, more TP)
     confidence: float | None = None  # share of draws the best mechanism wins (at any D)
     confidence_text: str = ""  # how sure, in words, with the options within the band
+    # a faster head still to be trained, as a question (never in `explanation`, the headline)
+    worth_training: WorthTraining | None = None
 
 
 def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recommendation:
@@ -125,14 +150,24 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             ))
     ranking.sort(key=lambda o: (not o.fits_in_memory, -o.speedup, o.draft_len))
     best, best_if_trained = pick_best(ranking)
+    nothing_ready = best is not None and best.availability == NOT_READY
+    if nothing_ready:  # only heads still to be trained fit: none of them is the headline
+        best, best_if_trained = None, best
     ranking, confidence, sure = _how_sure(ranking, draws, best)
     if best is not None:
         best = next(o for o in ranking if (o.mechanism, o.draft_len) == (best.mechanism,
                                                                           best.draft_len))
+    worth = None if best_if_trained is None else worth_training(
+        scenario, best_if_trained, best, draws)
     guide = guidelines(scenario)
     max_batch: int | None = None
     hints: list[str] = []
-    if best is None:
+    if nothing_ready:
+        explanation = ("Nothing that runs today fits here (every fitting drafter would have to "
+                       "be trained first): plain decoding, 1.00×.")
+        g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=1.0,
+                       text=explanation, applies=True)
+    elif best is None:
         max_batch, hints = fit_hints(scenario, ranking[0].mechanism if ranking else None)
         explanation = "No mechanism fits in memory at this operating point. " + " ".join(hints)
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=None,
@@ -148,11 +183,6 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             f"[{o.speedup_low:.2f}–{o.speedup_high:.2f}]" for o in runners
         )
         verdict = "speculation pays" if best.speedup > 1.0 else "plain decoding is faster"
-        trained = "" if best_if_trained is None else (
-            f" Worth training: {best_if_trained.mechanism_name} D={best_if_trained.draft_len} "
-            f"could reach {best_if_trained.speedup:.2f}× [{best_if_trained.speedup_low:.2f}–"
-            f"{best_if_trained.speedup_high:.2f}] (AL evidence: "
-            f"{best_if_trained.acceptance_evidence}; {best_if_trained.availability_detail}).")
         extended = (", model-extended past the published/measured D"
                     if best.acceptance_model_extended else "")
         explanation = (
@@ -160,16 +190,57 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             f"[{best.speedup_low:.2f}–{best.speedup_high:.2f}] "
             f"(AL {best.acceptance_length:.2f}{extended}, evidence: {best.acceptance_evidence}; "
             f"draft {best.draft_overhead_fraction:.0%} of the step; {best.availability}) — "
-            f"{verdict}. Next: {runner_text or 'none'}. {sure}{trained}"
+            f"{verdict}. Next: {runner_text or 'none'}. {sure}"
         )
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup",
                        value=best.speedup, text=explanation, applies=True)
-    return Recommendation(best=best, best_if_trained=best_if_trained if best else None,
+    return Recommendation(best=best,
+                          best_if_trained=best_if_trained if best or nothing_ready else None,
                           ranking=ranking, guidelines=[*guide, g5],
                           explanation=explanation, unavailable=unavailable,
                           max_fitting_batch=max_batch, fit_hints=hints,
                           confidence=confidence if best is not None else None,
-                          confidence_text=sure if best is not None else "")
+                          confidence_text=sure if best is not None else "",
+                          worth_training=worth if best or nothing_ready else None)
+
+
+def worth_training(scenario: Scenario, option: RankedOption, best: RankedOption | None,
+                   draws: dict[tuple[str, int], FloatArray]) -> WorthTraining:
+    """The question a faster to-be-trained head raises: its prior's speedup and interval (as
+    wide as the distance of its evidence), how often its draws beat the recommendation, and the
+    AL a head would need at its D to beat it (the `require` machinery)."""
+    from explorer.analysis.inverse import required_al
+
+    beat_name = best.mechanism_name if best is not None else "plain decoding"
+    beat_speedup = best.speedup if best is not None else 1.0
+    cand = candidate(scenario, option.mechanism)
+    try:
+        req = required_al(cand, max(beat_speedup, 1.0), option.draft_len,
+                          beat=best.mechanism if best is not None else None)
+        need: float | None = req.acceptance_length
+        feasible = req.feasible
+    except ScenarioError:
+        need, feasible = None, False
+    mine = draws.get((option.mechanism, option.draft_len))
+    chance = float(np.mean(mine > beat_speedup)) if mine is not None else 0.0
+    how = option.acceptance_source.split("level from ", 1)
+    evidence_how = ("level from " + how[1].split(";", 1)[0]) if len(how) == 2 else \
+        option.acceptance_evidence
+    need_text = (f"a head would need AL ≥ {need:.2f} at D={option.draft_len} to beat "
+                 f"{beat_name}'s {beat_speedup:.2f}× (the prior gives "
+                 f"{option.acceptance_length:.2f})" if need is not None and feasible else
+                 f"no AL at D={option.draft_len} beats {beat_name}'s {beat_speedup:.2f}×")
+    text = (f"Worth training? {option.mechanism_name} at D={option.draft_len}: {need_text}; "
+            f"its prior — evidence {option.acceptance_evidence}, {evidence_how} — says "
+            f"{option.speedup:.2f}× [{option.speedup_low:.2f}–{option.speedup_high:.2f}], above "
+            f"{beat_name} in {chance:.0%} of draws. {option.availability_detail}")
+    return WorthTraining(
+        mechanism=option.mechanism, mechanism_name=option.mechanism_name,
+        draft_len=option.draft_len, speedup=option.speedup, speedup_low=option.speedup_low,
+        speedup_high=option.speedup_high, acceptance_length=option.acceptance_length,
+        evidence=option.acceptance_evidence, evidence_how=evidence_how, beat=beat_name,
+        beat_speedup=beat_speedup, required_al=need, required_feasible=feasible,
+        chance_to_beat=chance, text=text)
 
 
 def pick_best(ranking: list[RankedOption]) -> tuple[RankedOption | None, RankedOption | None]:

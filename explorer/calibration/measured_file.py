@@ -35,10 +35,14 @@ class MeasuredFileError(ValueError):
 
 
 def measured_curve(scenario: Scenario, result: ParseResult) -> AcceptanceCurve | None:
-    """The file's curve for the scenario's mechanism, else its first that names no mechanism."""
+    """The file's curve for the scenario's mechanism, else one that names no mechanism; of
+    several (a multi-category file), its overall/mean row, named in the curve's label."""
     curves = [c for c in result.curves if c.mechanism == scenario.mechanism] or [
         c for c in result.curves if c.mechanism is None]
-    return curves[0] if curves else None
+    if not curves:
+        return None
+    index = result.default_curve_index(scenario.mechanism)
+    return result.curves[index] if index is not None else curves[0]
 
 
 def apply_measured_file(scenario: Scenario, result: ParseResult, source: str,

@@ -26,7 +26,7 @@ from explorer.analysis.frontier import DEFAULT_BATCHES, best_draft_len
 from explorer.analysis.recommend import RankedOption, recommend
 from explorer.base.mechanisms import MECHANISM_KINDS, mechanism_kind
 from explorer.model.resolve import Resolved, resolve, target_model
-from explorer.presets import mechanism_presets
+from explorer.presets import draft_heads, mechanism_presets
 from explorer.specs.scenario import Scenario
 
 # The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.
@@ -172,8 +172,19 @@ def _placeholder(r: Resolved) -> str:
         draft = r.draft_model
         name = draft.name if draft is not None else f"draft model for {r.model.name}"
         return f"<{name}: local path or Hugging Face id>"
+    published = published_checkpoint(r)
+    if published is not None:
+        return published
     what = mech.draft_checkpoint or "draft weights"
     return f"<{what} for {r.model.name}: local path or Hugging Face id>"
+
+
+def published_checkpoint(r: Resolved) -> str | None:
+    """The first checkpoint of the drafter catalogue (data/draft_heads.csv) trained for this
+    target and mechanism, or None (the export then leaves a placeholder)."""
+    heads = draft_heads().get((r.model.slug, r.mechanism.slug), ())
+    own = [h for h in heads if h.same_weights and "/" in h.checkpoint]
+    return own[0].checkpoint if own else None
 
 
 def vllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]], scenario: Scenario,
@@ -384,7 +395,12 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
     if scenario.verify_width is not None and scenario.verify_width > 1 + scenario.draft_len:
         notes.append(f"Tree verification (W = {scenario.verify_width}) is not mapped: the configs "
                      "use chain drafting (top-k 1).")
-    if mech is not None and mech.needs_draft_weights:
+    heads = [h for h in draft_heads().get((target_spec.slug if target_spec else "", slug), ())
+             if h.same_weights and "/" in h.checkpoint]
+    if mech is not None and mech.needs_draft_weights and heads:
+        notes.append("Draft weights: " + "; ".join(f"{h.summary} [{h.source}]" for h in heads)
+                     + " (data/draft_heads.csv; the configs name the first).")
+    elif mech is not None and mech.needs_draft_weights:
         notes.append("Replace the <…> placeholders with the draft weights' local path or Hugging "
                      "Face id: the presets name no checkpoints.")
 

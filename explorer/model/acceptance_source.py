@@ -15,8 +15,9 @@ acceptance allows; measured points without counts, an i.i.d. α and a fixed AL h
 
 from __future__ import annotations
 
+import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +34,8 @@ from explorer.model.acceptance import (
     scaled_al,
 )
 from explorer.model.acceptance_evidence import (
+    MIX_SOURCE,
+    evidence,
     evidence_draft_lens,
     evidence_for,
     other_family_spread,
@@ -103,6 +106,12 @@ def quantiles(draws: FloatArray, q: tuple[float, float] = INTERVAL
     lo, hi = np.quantile(np.where(np.isfinite(draws), draws, 0.0), q, axis=0)
     return (np.asarray(np.where(nan, np.nan, lo), dtype=np.float64),
             np.asarray(np.where(nan, np.nan, hi), dtype=np.float64))
+
+
+def uniform(key: str, n: int = N_DRAWS) -> FloatArray:
+    """Seeded U[0, 1) draws, independent per key."""
+    rng = np.random.default_rng([DRAW_SEED, zlib.crc32(key.encode("utf-8"))])
+    return np.asarray(rng.random(n), dtype=np.float64)
 
 
 def _index(d: FloatArray) -> IntArray:
@@ -261,18 +270,72 @@ def acceptance_length(
         return ALResult(al, none, f"fixed AL = {acceptance.fixed_al:g} at D = {scenario_draft_len}",
                         evidence="user", uncertainty="set by hand: no interval")
     if acceptance.kind == "curve" and acceptance.curve is not None:
-        return curve_al(acceptance.curve, d, mech.is_block, mech)
+        result = curve_al(acceptance.curve, d, mech.is_block, mech)
+        measured_on = curve_model(acceptance.curve)
+        if target is not None and measured_on and not same_model(measured_on, target):
+            return as_other_model(result, d, measured_on, target, mech)
+        return result
     return prior_al(mech, d, target)
 
 
+def curve_model(curve: AcceptanceCurve) -> str:
+    """The model a curve says it was measured on ('' when it does not say)."""
+    return (curve.provenance.model or "") if curve.provenance is not None else ""
+
+
+def _model_key(name: str) -> str:
+    """'meta-llama/Llama-3.1-8B-Instruct', 'Llama-3.1-8B(-Instruct)' → 'llama318binstruct',
+    'llama318b': the name without organisation, brackets or punctuation."""
+    last = name.strip().split("/")[-1].lower().replace("(", "").replace(")", "")
+    return re.sub(r"[^a-z0-9]", "", last)
+
+
+def same_model(measured_on: str, target: ModelSpec) -> bool:
+    """Whether a curve's model names the target: the preset's slug or name, or one of them with
+    a suffix (-Instruct, a quantization: the same weights served another way)."""
+    got = _model_key(measured_on)
+    keys = {k for k in (_model_key(target.slug), _model_key(target.name)) if k}
+    return any(got.startswith(k) or k.startswith(got) for k in keys) if got else True
+
+
+def as_other_model(result: ALResult, draft_len: FloatArray, measured_on: str,
+                   target: ModelSpec, mech: MechanismSpec) -> ALResult:
+    """A curve measured on another model, applied to `target`: 'other model' evidence, named,
+    whose level varies log-normally with the spread of the mechanism's published points across
+    models (how far one model's AL says another's) — also at the measured D."""
+    sigma = other_family_spread(mech.slug)
+    dd = np.arange(POSITIONS + 1, dtype=np.float64)
+    if result.draw_table is not None and result.draft_index is not None:
+        base = result.draw_table
+        idx = result.draft_index
+    else:
+        idx = _index(draft_len)
+        base = np.full((1, POSITIONS + 1), np.nan)
+        base[0, idx] = result.acceptance_length
+        base[0, 0] = 1.0
+    scale = np.exp(sigma * standard_normal(f"other-model/{mech.slug}"))[:, None]
+    draws = np.clip(1.0 + scale * (base - 1.0), 1.0, 1.0 + dd[: base.shape[1]])
+    note = (f"{result.provenance} — measured on {measured_on}, not on {target.name}: other-model "
+            "evidence")
+    return replace(
+        result, provenance=note, evidence=f"other model ({measured_on})", draw_table=draws,
+        draft_index=idx,
+        uncertainty=f"{result.uncertainty.replace(NO_COUNTS, 'measured points without counts')}"
+        f"; measured on another model ({measured_on}): the level "
+        f"varies log-normally with σ = {sigma:.2f}, the spread of the {mech.name}'s published "
+        "points across models")
+
+
 def prior_al(mech: MechanismSpec, draft_len: npt.ArrayLike,
-             target: ModelSpec | None = None) -> ALResult:
+             target: ModelSpec | None = None, exclude_source: str = "") -> ALResult:
     """The mechanism's prior for `target`: its shape at the level of the closest published points
     (same model, same family, else the preset prior fitted on other families), where they hold
     it: a block prior only at the published block sizes, a chain prior flagged model-extended
     past the largest published D. Its draws vary the level log-normally with the points' spread."""
     d = np.asarray(draft_len, dtype=np.float64)
-    ev = evidence_for(mech, target)
+    ev = (evidence_for(mech, target) if not exclude_source else
+          evidence(mech.slug, target.slug if target else None,
+                   target.family if target else "", exclude_source))
     measured = evidence_draft_lens(mech.slug)
     valid = d <= mech.max_draft_len
     if mech.is_block:
@@ -292,7 +355,8 @@ def prior_al(mech: MechanismSpec, draft_len: npt.ArrayLike,
     idx = _index(d)
     shape_m = prior_marginal(mech, POSITIONS)
     table = scaled_al(shape_m, ev.level)
-    levels = ev.level * np.exp(ev.log_sd * standard_normal(f"prior/{mech.slug}"))
+    levels = ev.level_draws(standard_normal(f"prior/{mech.slug}"),
+                            uniform(f"prior-workload/{mech.slug}"))
     draws = scaled_al(shape_m, levels)  # (N_DRAWS, POSITIONS + 1)
     al = np.where(valid, table[idx], np.nan)
     note = (
@@ -302,4 +366,4 @@ def prior_al(mech: MechanismSpec, draft_len: npt.ArrayLike,
     return ALResult(np.asarray(al, dtype=np.float64), np.asarray(extended & valid, dtype=bool),
                     note, evidence=ev.closeness, draw_table=draws, draft_index=idx,
                     uncertainty=f"the level varies log-normally with σ = {ev.log_sd:.2f} "
-                    f"({ev.spread_from})", temperature=ev.temperatures)
+                    f"({ev.spread_from}; {MIX_SOURCE})", temperature=ev.temperatures)

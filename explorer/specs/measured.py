@@ -450,6 +450,14 @@ class Problem(_Frozen):
         return f"{prefix}: {self.message}"
 
 
+_OVERALL_WORDS = ("overall", "mean of", "average", "all categories", "all datasets")
+
+
+def _is_overall(curve: AcceptanceCurve) -> bool:
+    dataset = (curve.provenance.dataset if curve.provenance is not None else None) or ""
+    return any(w in dataset.lower() for w in _OVERALL_WORDS)
+
+
 class ParseResult(_Frozen):
     """The outcome of parsing one file. A result with errors holds no datasets."""
 
@@ -476,6 +484,19 @@ class ParseResult(_Frozen):
     @property
     def warnings(self) -> tuple[Problem, ...]:
         return tuple(p for p in self.problems if p.severity == "warning")
+
+    def default_curve_index(self, mechanism: str | None = None) -> int | None:
+        """Which curve a file stands for when nobody picks one: among the curves of `mechanism`
+        (or without one; any curve when none match), the file's overall/mean row where it has
+        one (a SPEED-Bench report's Overall, a per-category profile's mean), else the first —
+        never silently its first category."""
+        order = [i for i, c in enumerate(self.curves) if c.mechanism == mechanism] or [
+            i for i, c in enumerate(self.curves) if c.mechanism is None] or list(
+            range(len(self.curves)))
+        if not order:
+            return None
+        overall = [i for i in order if _is_overall(self.curves[i])]
+        return overall[0] if overall else order[0]
 
     @model_validator(mode="after")
     def _no_data_with_errors(self) -> ParseResult:

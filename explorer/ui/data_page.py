@@ -59,7 +59,8 @@ def _ingest() -> None:
     name = (st.session_state.get("dataset_name") or upload.name).strip()[:80]
     datasets()[name] = result
     if result.curves and not st.session_state.get(ACTIVE_CURVE):
-        st.session_state[ACTIVE_CURVE] = f"{name}::0"
+        # the file's overall/mean row where it has one (shown as the selected curve)
+        st.session_state[ACTIVE_CURVE] = f"{name}::{result.default_curve_index() or 0}"
 
 
 def render(scenario: Scenario | None) -> None:

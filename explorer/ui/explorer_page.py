@@ -121,9 +121,13 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         st.success(f"**Recommendation:** {md_text(rec.explanation)}",
                    icon=":material/check_circle:")
         _apply_button(values, best.mechanism, best.draft_len, best.mechanism_name)
+    elif rec.best_if_trained is not None:  # only heads still to be trained fit
+        st.info(f"**Recommendation:** {md_text(rec.explanation)}", icon=":material/block:")
     else:
         st.error("**No mechanism fits in memory at this operating point.**\n\n"
                  + "\n".join(f"- {md_text(h)}" for h in rec.fit_hints))
+    if rec.worth_training is not None:  # a question, apart from the headline
+        st.caption(md_text(rec.worth_training.text))
     bd = charts.best(js)
     max_b = bd.max_batch_in_memory
     st.markdown(

@@ -30,7 +30,8 @@ def test_nothing_fits_names_the_largest_batch_and_what_would_fit():
     at = run_app(ctx="32768", b="64")
     errors = " ".join(e.value for e in at.error).replace("\\", "")
     assert "No mechanism fits in memory" in errors
-    assert "largest batch that fits" in errors and "B=11" in errors and "TP=8" in errors
+    # the fastest option is EAGLE-3 now (DFlash's prior, an own paper, is discounted): B=12
+    assert "largest batch that fits" in errors and "B=12" in errors and "TP=8" in errors
 
 
 def test_apply_sets_the_sidebar_to_the_recommendation_and_the_metrics_follow():
@@ -56,3 +57,15 @@ def test_the_headline_speedup_shows_its_interval():
     assert box.value == f"{ev.speedup:.2f}×"
     assert box.delta == f"80%: {ev.speedup_low:.2f}–{ev.speedup_high:.2f}×"
     assert any("How sure:" in s.value.replace("\\", "") for s in at.success)  # Markdown-escaped
+    
+
+def test_worth_training_is_a_question_apart_from_the_recommendation():
+    # Qwen3-8B on one H100: RedHatAI's EAGLE-3 head is public (the recommendation); DFlash at
+    # D=7 would need a head trained at that block size (z-lab's is block 16)
+    at = run_app(m="qwen3-8b", hw="h100", tp="1", b="8")
+    success = " ".join(s.value for s in at.success).replace("\\", "")
+    assert "Recommendation:" in success and "EAGLE-3 head at D=" in success
+    assert "Worth training" not in success and "to be trained" not in success
+    captions = [c.value for c in at.caption if "Worth training?" in c.value]
+    assert len(captions) == 1
+    assert "DFlash" in captions[0] and "would need AL ≥" in captions[0]

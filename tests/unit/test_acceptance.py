@@ -116,7 +116,7 @@ def test_chain_priors_are_model_extended_past_their_published_draft_lengths():
     eagle3 = prior_al(mechanism_presets()["eagle3"], np.arange(0, 33))
     assert not eagle3.extrapolated[:11].any() and eagle3.extrapolated[11:].all()  # D ≤ 10
     mtp = prior_al(mechanism_presets()["mtp"], np.arange(0, 33))
-    assert not mtp.extrapolated[:8].any() and mtp.extrapolated[8:].all()  # DeepSeek D ≤ 7
+    assert not mtp.extrapolated[:9].any() and mtp.extrapolated[9:].all()  # InferenceX D ≤ 8
     external = prior_al(mechanism_presets()["external"], np.arange(0, 9))
     assert external.extrapolated[1:].all() and "assumption at every D" in external.provenance
 

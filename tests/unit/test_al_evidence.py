@@ -24,14 +24,15 @@ def test_cli_evaluate_of_a_d3_report_at_d10_is_model_extended_not_1_plus_d():
     code, out, _ = run("evaluate", "--al-file", SPEED_BENCH, "--draft-len", "10", "--json")
     assert code == 0
     data = json.loads(out)
-    # before: AL 11.0 (= 1 + D). Now the EAGLE-3 prior's shape scaled to the one point.
-    assert data["acceptance_length"] == pytest.approx(4.48, abs=0.01)
+    # before: AL 11.0 (= 1 + D). Now the EAGLE-3 prior's shape scaled to the one point, the
+    # file's Overall 2.80 (not its first category, coding 3.32)
+    assert data["acceptance_length"] == pytest.approx(3.69, abs=0.01)
     assert data["acceptance_extrapolated"] is True
     assert "measured at D ∈ {3}; model-extended elsewhere" in data["acceptance_source"]
-    # bounded by what non-increasing acceptance allows past D=3: 3.32 + 7 × 2.32/3
-    assert data["acceptance_length"] <= 3.32 + 7 * 2.32 / 3
+    # bounded by what non-increasing acceptance allows past D=3: 2.80 + 7 × 1.80/3
+    assert data["acceptance_length"] <= 2.80 + 7 * 1.80 / 3
     code, text, _ = run("evaluate", "--al-file", SPEED_BENCH, "--draft-len", "10")
-    assert "acceptance length  4.480 (model-extended)" in text
+    assert "acceptance length  3.689 (model-extended)" in text
 
 
 def test_cli_recommend_with_the_d3_report_has_no_al_above_its_evidence():
@@ -86,3 +87,57 @@ def test_the_al_chart_draws_the_model_extended_part_dashed():
     prior = [t for t in fig.data if t.legendgroup == "EAGLE-3 head (prior)"]
     assert len(prior) == 3 and prior[0].fill == "toself"  # band, within evidence, extended
     assert np.isnan(np.asarray(prior[1].y, dtype=float)[11:]).all()
+
+
+# -- issue 22: foreign evidence named, the overall row by default -----------------------------
+def test_a_report_measured_on_another_model_is_other_model_evidence_named_with_its_spread():
+    code, out, _ = run("evaluate", "--al-file", SPEED_BENCH, *LLAMA8_H100, "--json")
+    assert code == 0
+    data = json.loads(out)
+    # the file's Overall (mean of its 11 categories, 2.80), not its first category (3.32)
+    assert data["acceptance_length"] == pytest.approx(2.80)
+    assert "Overall (mean of categories)" in data["acceptance_source"]
+    # measured on MiniMax-M3, applied to Llama-3.1-8B: neither "measured" nor "same model"
+    assert data["acceptance_evidence"] == "other model (amd/MiniMax-M3-MXFP4)"
+    assert "not on Llama-3.1-8B" in data["acceptance_source"]
+    # … with the spread of EAGLE-3's published points across models, at the measured D too
+    lo, hi = data["acceptance_length_low"], data["acceptance_length_high"]
+    assert lo < 2.80 < hi and hi - lo > 0.5
+    assert "measured on another model (amd/MiniMax-M3-MXFP4)" in data["acceptance_uncertainty"]
+    # one D=3 point never reaches D=6 unlabelled
+    code, out, _ = run("evaluate", "--al-file", SPEED_BENCH, *LLAMA8_H100, "--draft-len", "6",
+                       "--json")
+    d6 = json.loads(out)
+    assert d6["acceptance_extrapolated"] is True and d6["acceptance_length"] < 4.18
+    assert d6["acceptance_evidence"].startswith("other model")
+
+
+def test_a_curve_measured_on_the_target_stays_measured():
+    from explorer.model.acceptance_source import acceptance_length, same_model
+    from explorer.presets import mechanism_presets, model_presets
+    from explorer.specs.measured import AcceptanceCurve, Provenance
+
+    llama = model_presets()["llama-3.1-8b"]
+    assert same_model("meta-llama/Llama-3.1-8B-Instruct", llama)
+    assert same_model("Llama-3.1-8B-Instruct-FP8", llama)
+    assert not same_model("amd/MiniMax-M3-MXFP4", llama)
+    assert not same_model("Llama-3.1-70B-Instruct", llama)
+    curve = AcceptanceCurve(label="mine", mechanism="eagle3", draft_style="chain",
+                            draft_lens=(1, 2, 3), acceptance_lengths=(1.7, 2.2, 2.5),
+                            provenance=Provenance(file="x.csv", format="al_csv",
+                                                  model="meta-llama/Llama-3.1-8B-Instruct"))
+    res = acceptance_length(Acceptance(kind="curve", curve=curve),
+                            mechanism_presets()["eagle3"], np.arange(0, 4), 3, llama)
+    assert res.evidence == "measured"
+    assert res.acceptance_length[3] == pytest.approx(2.5)
+    lo, hi = res.interval()
+    assert lo[3] == hi[3] == pytest.approx(2.5)  # no counts, same model: no spread at D=3
+
+
+def test_the_default_curve_of_a_multi_category_file_is_its_overall_row():
+    from explorer.measured import validate_path
+
+    result = validate_path(SPEED_BENCH)
+    i = result.default_curve_index("eagle3")
+    assert i is not None and result.curves[i].acceptance_lengths == (2.80,)
+    assert result.curves[0].acceptance_lengths == (3.32,)  # the first category, not chosen

@@ -83,10 +83,12 @@ def test_each_prior_says_how_close_its_evidence_is():
         assert res.evidence == closeness
         assert (closeness if closeness != "none" else "ASSUMPTION") in res.provenance
     # the evidence differs, so the prior differs: EAGLE-3 at D=7 on the 8B (SpecDecodeBench
-    # head, greedy) and on the 70B (nebius/RedHatAI/yuhuili heads, mostly T=1)
+    # head, greedy, and vLLM issue 20780's MT-bench runs) and on the 70B (the public RedHatAI
+    # and yuhuili heads as the nebius card measured them, T=1; nebius's own heads, 4.0 at
+    # D=7, no longer set the level), each re-weighted to the default workload mix
     al8 = float(prior_al(mechs["eagle3"], 7, models["llama-3.1-8b"]).acceptance_length)
     al70 = float(prior_al(mechs["eagle3"], 7, models["llama-3.1-70b"]).acceptance_length)
-    assert al8 == pytest.approx(2.74, abs=0.05) and al70 == pytest.approx(4.00, abs=0.05)
+    assert al8 == pytest.approx(3.44, abs=0.05) and al70 == pytest.approx(3.20, abs=0.05)
     ext = prior_al(mechs["external"], np.arange(0, 4), models["llama-3.1-70b"])
     assert "ASSUMPTION" in ext.provenance and "any draft size" in ext.provenance
 
@@ -100,7 +102,8 @@ def test_temperature_is_a_property_of_the_al_source():
     pairs, ratio = ev.temperature_split
     assert pairs == 2 and ratio == pytest.approx(((3.78 / 3.5) + (3.81 / 3.66)) / 2)
     assert "greedy accepts +6% drafted tokens" in ev.temperatures
-    assert evidence_for(mechs["eagle3"], models["llama-3.1-8b"]).temperatures == "greedy (T=0): 40"
+    assert evidence_for(mechs["eagle3"], models["llama-3.1-8b"]).temperatures == (
+        "greedy (T=0): 40, T not stated: 6")
     assert evidence_for(mechs["eagle3"], models["llama-3.1-8b"]).temperature_split is None
     from explorer.model.acceptance_source import curve_al
     from explorer.presets import sample_curves
@@ -108,4 +111,5 @@ def test_temperature_is_a_property_of_the_al_source():
     greedy = curve_al(sample_curves()["eagle3/Llama-3.1-8B-Instruct/gsm8k"], 3, block=False)
     assert greedy.temperature == "greedy (T=0)"
     ev_json = evaluate(Scenario())
-    assert ev_json.acceptance_temperature.startswith("sampled (T=1): 11, greedy (T=0): 2")
+    # the level of the 70B's prior rests on the serving runs (the public heads at T=1)
+    assert ev_json.acceptance_temperature.startswith("sampled (T=1): 6 — ")

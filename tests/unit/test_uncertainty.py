@@ -21,20 +21,20 @@ def test_evaluate_json_adds_the_interval_and_keeps_every_key():
     assert code == 0
     data = json.loads(out)
     assert set(data) >= EVALUATE_KEYS | {"speedup_low", "speedup_high"}
-    # EAGLE-3 on Llama-3.1-70B: 13 same-model points, σ = 0.29 on log(AL − 1); kernel times
-    # from the measured vLLM tables of H200 (the band is 0.79–1.20 of the point either way);
-    # the vLLM engine profile's 200 µs per draft forward and sampler pass took it 2.817 → 2.771;
-    # the band also carries the timing error (σ = 0.145 in log at D=3): 2.18–3.33 → 2.06–3.55;
-    # the step costs that scale with the verified tokens (vLLM's rejection-sampler passes,
-    # elementwise traffic, EAGLE's first draft forward on B·(1+D) tokens, its fused FC once a
-    # round instead of once a forward) took it to 2.746, and the smaller timing error (σ = 0.12
-    # at D=3) narrowed the band to 2.07–3.43
-    assert data["speedup"] == pytest.approx(2.746, abs=0.005)
-    assert data["speedup_low"] == pytest.approx(2.065, abs=0.01)
-    assert data["speedup_high"] == pytest.approx(3.428, abs=0.01)
+    # EAGLE-3 on Llama-3.1-70B: its level comes from the serving runs on that model (the
+    # nebius card measuring the public RedHatAI and yuhuili heads), not from nebius's own head,
+    # re-weighted to the default workload mix: AL 2.55 at D=3 where the cards' average gave
+    # 2.74 (issue 22: the measurements imply 2.38). The band combines the spread within a run
+    # (0.15, pooled over EAGLE-3's runs), between sources on one model (0.23, predictive for
+    # two known sources: ×√1.5 = 0.32), the workload drawn from the mix and the timing error
+    # (σ = 0.12 at D=3).
+    assert data["speedup"] == pytest.approx(2.250, abs=0.005)
+    assert data["speedup_low"] == pytest.approx(1.607, abs=0.01)
+    assert data["speedup_high"] == pytest.approx(3.101, abs=0.01)
     assert data["acceptance_length_low"] < data["acceptance_length"] < data[
         "acceptance_length_high"]
-    assert "σ = 0.29" in data["acceptance_uncertainty"]
+    assert "σ = 0.35 (within a run 0.15, between sources on this model 0.32" in data[
+        "acceptance_uncertainty"]
 
 
 def test_recommend_json_gives_every_ranked_option_an_interval_and_the_best_a_confidence():
@@ -96,7 +96,8 @@ def test_how_sure_differs_where_the_evidence_differs():
     for rec in (qwen, llama):
         assert rec.best is not None and rec.confidence is not None
         assert rec.confidence_text.startswith(f"How sure: {rec.best.mechanism_name} wins in")
-    # EAGLE-3 on Llama-3.1-8B rests on 40 same-model points (σ ≈ 0.10): a narrow band
+    # EAGLE-3 on Llama-3.1-8B rests on same-model serving runs: a narrower band than
+    # DSpark's, an own-paper prior for other families scaled by the card discount
     eagle = next(o for o in llama.ranking if o.mechanism == "eagle3")
     dspark = next(o for o in llama.ranking if o.mechanism == "dspark")  # other family
     assert eagle.acceptance_evidence == "same model" and dspark.acceptance_evidence == (
@@ -110,7 +111,7 @@ def test_how_sure_differs_where_the_evidence_differs():
         lo, hi = m.acceptance(np.asarray([o.draft_len])).interval()
         return float((hi - lo)[0]) / o.acceptance_length
 
-    assert al_width(eagle) < 0.5 * al_width(dspark)
+    assert al_width(eagle) < 0.7 * al_width(dspark)
     shares = [o.win_share for o in llama.ranking if o.fits_in_memory]
     assert sum(shares) == pytest.approx(1.0)
 
@@ -126,18 +127,31 @@ def test_speedup_band_figure_draws_a_band_and_the_line():
 def test_the_recommendation_runs_now_and_names_a_faster_head_to_train_apart():
     from explorer.analysis.recommend import NOT_READY
 
-    llama = recommend(Scenario(model="llama-3.1-8b", tp=1))
-    assert llama.best is not None and llama.best_if_trained is not None
-    # a published EAGLE-3 head exists for Llama-3.1-8B; DSpark's AL is another family's prior
-    assert llama.best.mechanism == "eagle3" and llama.best.availability == "published"
-    assert llama.best_if_trained.availability == NOT_READY
-    assert llama.best_if_trained.speedup > llama.best.speedup
-    assert "Worth training: " + llama.best_if_trained.mechanism_name in llama.explanation
-    # "Next" and "How sure" compare what can run now
-    assert llama.explanation.split("How sure")[0].count("to be trained") == 0
+    qwen = recommend(Scenario(model="qwen3-8b", hardware="h100", tp=1, batch=8))
+    assert qwen.best is not None and qwen.best_if_trained is not None
+    # RedHatAI's (and others') EAGLE-3 heads for Qwen3-8B are public: ready; z-lab's DFlash
+    # head is block 16, where no AL is published, so DFlash at D=7 is still to be trained
+    assert qwen.best.mechanism == "eagle3" and qwen.best.availability == "published"
+    assert qwen.best_if_trained.mechanism == "dflash"
+    assert qwen.best_if_trained.availability == NOT_READY
+    assert qwen.best_if_trained.speedup > qwen.best.speedup
+    # the headline never advertises it; the question stands apart with what it would take
+    assert "Worth training" not in qwen.explanation and "to be trained" not in qwen.explanation
+    w = qwen.worth_training
+    assert w is not None and w.mechanism == "dflash" and w.text.startswith("Worth training?")
+    assert w.evidence == "same model" and "own cards/papers × the card discount" in w.evidence_how
+    assert w.beat_speedup == qwen.best.speedup and w.required_feasible
+    # the AL it needs is what `require` says for that D and target speedup
+    from explorer.analysis.inverse import required_al
+    req = required_al(Scenario(model="qwen3-8b", hardware="h100", tp=1, batch=8,
+                               mechanism="dflash"), qwen.best.speedup, 7)
+    assert w.required_al == pytest.approx(req.acceptance_length)
+    assert 1.0 < w.required_al < w.acceptance_length  # the prior clears it …
+    assert 0.5 < w.chance_to_beat < 1.0  # … in most draws, not all
+    assert f"{w.required_al:.2f}" in w.text and f"{w.chance_to_beat:.0%}" in w.text
     deepseek = recommend(Scenario(model="deepseek-v3", tp=8, dtype="fp8"))
     assert deepseek.best is not None and deepseek.best.mechanism == "mtp"
     assert deepseek.best.availability == "ships with the target"
     # the ranking stays sorted by speedup, to-be-trained options included
-    fitting = [o.speedup for o in llama.ranking if o.fits_in_memory]
-    assert fitting == sorted(fitting, reverse=True) and llama.ranking[0].availability == NOT_READY
+    fitting = [o.speedup for o in qwen.ranking if o.fits_in_memory]
+    assert fitting == sorted(fitting, reverse=True) and qwen.ranking[0].availability == NOT_READY

@@ -144,6 +144,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             "sources": evaluate(scenario).sources,
             "best": rec.best.model_dump() if rec.best else None,
             "best_if_trained": rec.best_if_trained.model_dump() if rec.best_if_trained else None,
+            "worth_training": rec.worth_training.model_dump() if rec.worth_training else None,
             "ranking": [o.model_dump() for o in rec.ranking],
             "guidelines": [g.model_dump() for g in rec.guidelines],
             "explanation": rec.explanation,
@@ -158,6 +159,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         print(f"[{g.id}] {g.text}")
     print()
     print(rec.explanation)
+    if rec.worth_training is not None:  # a question apart from the headline
+        print(rec.worth_training.text)
     for o in rec.ranking[:10]:
         band = f"[{fmt(o.speedup_low)}–{fmt(o.speedup_high)}]"
         print(f"  {o.mechanism:<9} D={o.draft_len:<3} {o.speedup:6.3f}× {band:<15}"

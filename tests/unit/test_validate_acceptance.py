@@ -1,0 +1,60 @@
+"""`make validate`'s acceptance groups (scripts/validate_acceptance.py, issue 22): interval
+coverage on the shared speedups and the AL prior's leave-one-source-out coverage."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture(scope="module")
+def va():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        yield importlib.import_module("validate_acceptance")
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+
+
+def test_reference_rows_map_to_mechanisms_targets_and_kinds(va):  # type: ignore[no-untyped-def]
+    assert va.mechanism_of("eagle3_chain (1 layer, TTT 7)", "x") == "eagle3"
+    assert va.mechanism_of("eagle_chain", "yuhuili/EAGLE-LLaMA3.1-Instruct-8B (EAGLE-1)") is None
+    assert va.mechanism_of("eagle3_dynamic_tree", "x") is None
+    assert va.mechanism_of("dflash2_block_diffusion", "x") is None
+    assert va.mechanism_of("dspark_semi_AR (5 layers, block 7, Markov head)", "x") == "dspark"
+    assert va.target_of("Llama-3.1-8B-Instruct") == ("llama-3.1-8b", "llama-3")
+    assert va.target_of("MiniMax-M3") == (None, "minimax")
+    assert va.target_of("DeepSeek-V4-Pro (FP4 checkpoint)") == (None, "deepseek-v4")
+    # a card about its own head is own; the same card measuring another org's head is not
+    card = "HF model card nebius/EAGLE3-gpt-oss-20b (mirror)"
+    assert va.kind_of(card, "EAGLE-3 + LK (nebius)") == "own card/paper"
+    assert va.kind_of(card, "RedHatAI/gpt-oss-20b-speculator.eagle3") == "serving benchmark"
+    assert va.kind_of("DSpark paper (Cheng et al.)", "Eagle3 (retrained)") == "own card/paper"
+    assert va.kind_of("SemiAnalysisAI/InferenceX@843c625 x.yaml", "x") == "serving benchmark"
+
+
+@pytest.mark.skipif(not (SHARED / "reference").exists(), reason="../shared is absent")
+def test_validate_reports_interval_coverage_and_the_loso_coverage_of_the_prior(  # type: ignore[no-untyped-def]
+        va, capsys):
+    import validate
+
+    shares = va.speedup_coverage(SHARED, validate.map_row, validate.published_speedup)
+    out = capsys.readouterr().out
+    assert "A. 80 % speedup interval" in out and "AL from published AL  n= 16" in out
+    assert set(shares) == {"published AL", "prior (LOSO)"}
+    assert all(0.0 <= v <= 1.0 for v in shares.values())
+    al = va.al_prior_coverage(SHARED)
+    out = capsys.readouterr().out
+    assert "B. AL prior, leave-one-source-out" in out
+    # figures at this commit: 403 held-out points, 62 % inside overall, 69 % of the
+    # serving-benchmark points (the priors aim at serving, own cards sit above them)
+    assert al["all"] == pytest.approx(0.62, abs=0.02)
+    assert al["serving benchmark"] == pytest.approx(0.69, abs=0.02)
+    assert al["own card/paper"] < al["serving benchmark"]
+    assert "n= 403" in out and ("TOO NARROW" in out or "within 75–85%" in out)
