@@ -57,7 +57,7 @@ def test_the_headline_speedup_shows_its_interval():
     assert box.value == f"{ev.speedup:.2f}×"
     assert box.delta == f"80%: {ev.speedup_low:.2f}–{ev.speedup_high:.2f}×"
     assert any("How sure:" in s.value.replace("\\", "") for s in at.success)  # Markdown-escaped
-    
+
 
 def test_worth_training_is_a_question_apart_from_the_recommendation():
     # Qwen3-8B on one H100: RedHatAI's EAGLE-3 head is public (the recommendation); DFlash at
