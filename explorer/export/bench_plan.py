@@ -356,6 +356,11 @@ def _choice(scenario: Scenario, mechanism: str | None) -> tuple[str, int, float,
     rec = recommend(scenario, [mechanism] if mechanism else None)
     engine = scenario.engine
     best = rec.best
+    if mechanism and best is None and rec.best_if_trained is not None:
+        # the mechanism asked for runs only with a head still to be trained: plan its best D
+        best = rec.best_if_trained
+        notes.append(f"{best.mechanism_name} needs a head trained for D = {best.draft_len}: "
+                     "the runs measure the step costs such a head would have.")
     if best is not None and best.mechanism in SUPPORTED[engine] and best.draft_len > 0:
         if best.speedup <= 1.0:
             notes.append(f"At B = {scenario.batch} the recommendation ({best.mechanism_name} "
@@ -369,6 +374,9 @@ def _choice(scenario: Scenario, mechanism: str | None) -> tuple[str, int, float,
         raise ValueError(f"mechanism '{slug}' has no speculative method in {engine}")
     sc = candidate(scenario, slug).model_copy(update={"draft_len": d})
     al = float(np.ravel(scenario_model(sc).acceptance(float(d)).acceptance_length)[0])
+    if not np.isfinite(al):
+        raise ValueError(f"'{slug}' has no acceptance length at D = {d} for {scenario.model} "
+                         "(a block drafter is known only at the D its evidence has)")
     why = ("nothing fits in memory at this batch" if best is None
            else f"the recommendation ({best.mechanism_name}) does not run on {engine}")
     notes.append(f"{why[0].upper()}{why[1:]}: the runs test {slug} at the scenario's D = {d}.")

@@ -69,8 +69,10 @@ def test_a_markdown_model_name_from_a_link_is_shown_as_text():
     at = run_app(cm=packraw(json.dumps({**SMALL_MODEL, "name": INJECTED}).encode()), v="1")
     text = shown(at)
     assert "](https://evil" not in text and "![x]" not in text
-    rec = [s.value for s in at.success if "Recommendation" in s.value]
-    assert rec and r"\!\[x\]\(https\:" in rec[0]  # escaped: rendered literally
+    # the name reaches the answer where a head would be trained for it ("Worth training?"):
+    # escaped there, rendered literally
+    worth = [c.value for c in at.caption if "Worth training?" in c.value]
+    assert worth and r"\!\[x\]\(https\:" in worth[0]
 
 
 def test_deployment_weights_that_sum_to_infinity_are_named_on_the_page():
