@@ -91,7 +91,7 @@ def evaluate(scenario: Scenario) -> Evaluation:
     g = m.grid(scenario.batch, scenario.draft_len, with_breakdowns=True)
     av = availability(scenario)
     al = m.acceptance(scenario.draft_len)
-    s_lo, s_hi = speedup_interval(g, al, scenario.draft_len)
+    s_lo, s_hi = speedup_interval(g, al, scenario.draft_len, scenario.engine)
     a_lo, a_hi = al.interval()
     return Evaluation(
         speedup=_scalar(g.speedup),
@@ -126,7 +126,7 @@ def evaluate(scenario: Scenario) -> Evaluation:
         acceptance_evidence=al.evidence,
         speedup_low=_scalar(s_lo), speedup_high=_scalar(s_hi),
         acceptance_length_low=_scalar(a_lo), acceptance_length_high=_scalar(a_hi),
-        acceptance_uncertainty=f"{al.uncertainty}; {timing_note()}",
+        acceptance_uncertainty=f"{al.uncertainty}; {timing_note(scenario.engine)}",
         acceptance_temperature=al.temperature,
         verify_cost_factor=float(np.ravel(g.t_verif_base_s / g.t_verif_spec_s)[0]),
         draft_cost_factor=float(np.ravel(g.t_verif_spec_s / (g.t_verif_spec_s + g.t_draft_s))[0]),
