@@ -9,6 +9,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from explorer.analysis.availability import availability
+from explorer.analysis.table_sanity import TableFlag, table_flags
 from explorer.analysis.uncertainty import speedup_interval, timing_note
 from explorer.model.grid import ScenarioModel, scenario_model
 from explorer.model.layers import COMPONENTS, Breakdown
@@ -56,6 +57,8 @@ class Evaluation(BaseModel):
     acceptance_length_high: float | None = None
     acceptance_uncertainty: str = ""  # what the interval varies (or why there is none)
     acceptance_temperature: str = ""  # greedy / sampled, where the AL source says
+    # measured kernel tables far off their siblings (another engine or a wider dtype, same GPU)
+    table_flags: tuple[TableFlag, ...] = ()
 
 
 def _scalar(x: npt.ArrayLike) -> float | None:
@@ -130,4 +133,5 @@ def evaluate(scenario: Scenario) -> Evaluation:
         acceptance_temperature=al.temperature,
         verify_cost_factor=float(np.ravel(g.t_verif_base_s / g.t_verif_spec_s)[0]),
         draft_cost_factor=float(np.ravel(g.t_verif_spec_s / (g.t_verif_spec_s + g.t_draft_s))[0]),
+        table_flags=table_flags(scenario),
     )
