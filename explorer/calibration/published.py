@@ -9,7 +9,7 @@ import re
 
 import pandas as pd
 
-from explorer.presets import hardware_presets, model_presets
+from explorer.presets import hardware_presets, mechanism_presets, model_presets
 from explorer.specs.scenario import Acceptance, Scenario
 
 # Assumption: published end-to-end runs without a stated context are short chat prompts.
@@ -78,7 +78,7 @@ def _draft_len_and_width(row: pd.Series, slug: str) -> tuple[int | None, int | N
     if d_m:
         return int(d_m.group(1)), None
     block = _BLOCK.match(str(row.D))
-    if block and slug == "dflash":
+    if block and mechanism_presets()[slug].draft_style == "block":
         return int(block.group(1)) - 1, None
     return None, None
 

@@ -110,11 +110,13 @@ class ScenarioModel:
         # experts at top-k of n, the lm_head, no embedding lookup) and its weight read.
         model, scale = resolved.model, resolved.layers / resolved.model.layers
         experts = model.routed_expert_param_count()
-        active = (model.param_count() - model.embedding_param_count() - experts
+        # from the shapes (not a sourced total): a config.json or a reshaped design prices alike
+        shaped = model.model_copy(update={"total_params_b": None})
+        active = (shaped.param_count() - model.embedding_param_count() - experts
                   + (experts * model.experts_per_tok / model.n_routed_experts
                      if model.n_routed_experts else 0.0)) * scale + model.vocab * model.hidden
         self.compute_s_per_token = 2.0 * active / sc.tp / hw.peak_flops_per_s(sc.dtype)
-        self.weight_read_s = (_weight_bytes(model, sc.dtype, sc.expert_dtype) * scale / sc.tp
+        self.weight_read_s = (_weight_bytes(shaped, sc.dtype, sc.expert_dtype) * scale / sc.tp
                               / hw.hbm_bw_bytes_per_s)
         self.step_correction: StepCorrection | None = None
         if sc.measured_steps is not None:
