@@ -111,3 +111,25 @@ def test_profile_terms_swap_only_the_fitted_terms():
     assert p.step_overhead_s == pytest.approx(500e-6) and p.compute_overlap_loss == 0.25
     assert p.capture_sizes == base.capture_sizes
     assert p.draft_forward_overhead_s == base.draft_forward_overhead_s
+
+
+@needs_shared
+@pytest.mark.slow
+def test_validate_holds_the_loo_speedup_bias_within_10_percent_in_every_full_bucket():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("validate_buckets",
+                                                  ROOT / "scripts" / "validate.py")
+    assert spec is not None and spec.loader is not None
+    v = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(v)
+    rows, _, _ = v.mapped_speedups(fit_step_costs(SHARED))
+    assert {r.scenario.engine for r in rows} == {"vllm", "sglang", "trtllm"}
+    full = 0
+    for name, _, _ in v.BUCKETS:
+        sel = [r for r in rows if r.bucket == name]
+        if len(sel) >= v.BUCKET_MIN_ROWS:
+            full += 1
+            bias = float(np.mean([r.held_out / r.published - 1.0 for r in sel]))
+            assert abs(bias) <= 0.10, (name, bias)
+    assert full >= 1
