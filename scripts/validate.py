@@ -1,10 +1,15 @@
 """`make validate`: the model's error against every published number it can map.
 
-Groups: (1) the verify-cost ratio T_verif(B·(1+D))/T_verif(B) of Llama-3.1-8B on one H100 at 1K
-context against data/samples/step_times.csv (target: within 15%); (2) end-to-end speedups in
-../shared/reference/speedups.csv that publish AL, D and a batch and map to our presets, by source
-(MAPE and signed bias); (3) GEMM kernels, roofline vs the measured tables per GPU/dtype/engine
-(the leave-one-GPU-out fit is scripts/fit_roofline_from_tables.py). The shared data is read
+Groups: (0) each engine's whole-step terms fitted on the published step times
+(explorer/calibration/step_costs.py): every term with its bounds and what it was fitted on, and
+the step-time error per source in the fit and left out of it; (1) the verify-cost ratio
+T_verif(B·(1+D))/T_verif(B) of Llama-3.1-8B on one H100 at 1K context against
+data/samples/step_times.csv (target: within 15%); (2) end-to-end speedups in
+../shared/reference/speedups.csv that publish AL (or whose series does at B = 1) and map to our
+presets: MAPE and bias by batch bucket (1, 2–8, 16–32, ≥ 64), engine and source, fitted and
+leave-one-source-out, and the fall of the speedup with batch, published vs model; (3) GEMM
+kernels, roofline vs the measured tables per GPU/dtype/engine (the leave-one-GPU-out fit is
+scripts/fit_roofline_from_tables.py). The shared data is read
 relative to the checkout (../shared); without it those groups say so and the script exits 0.
 """
 
