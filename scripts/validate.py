@@ -274,6 +274,8 @@ def step_costs(fit: StepCostFit) -> None:
         for t in TERMS:
             lo, hi, unit = BOUNDS[t]
             how = "fitted" if t in f.fitted_terms else f"carried from {PRIMARY_ENGINE}"
+            if t in f.fitted_terms and f.values[t] in (lo, hi):  # the evidence pushes past it
+                how += f", at its {'lower' if f.values[t] == lo else 'upper'} bound"
             print(f"     {t:26s} {f.values[t]:10.4g} {unit:26s} bounds [{lo:g}, {hi:g}]  {how}")
         for h in fit.held_out:
             if h.engine == engine:

@@ -75,7 +75,7 @@ FIT_STEP_OVERHEAD_MS = 1.20683946
 
 
 VLLM_20780 = "vLLM #20780 (Llama-3.1-8B EAGLE, H100, B=1)"
-SPECDECODEBENCH = "SpecDecodeBench (specdecode-bench.github.io, its simulator's vLLM fits)"
+SPECDECODEBENCH = "SpecDecodeBench (specdecode-bench.github.io: its blog, its simulator's fits)"
 
 
 def source_key(source: str) -> str:
@@ -289,7 +289,10 @@ def _fit(rows: Sequence[tuple[StepEvidence, _Features]], free: Sequence[str],
 
     x0 = np.array([START[t] for t in free])
     sol = least_squares(resid, x0, bounds=(lo, hi), method="trf")
-    th = full(np.asarray(sol.x, dtype=np.float64))
+    # a value within a millionth of the range from a bound is the bound (no 1e-23 µs terms)
+    x = np.asarray(sol.x, dtype=np.float64)
+    x = np.where(x - lo < 1e-6 * (hi - lo), lo, np.where(hi - x < 1e-6 * (hi - lo), hi, x))
+    th = full(x)
     return {t: float(th[i]) for i, t in enumerate(TERMS)}
 
 
