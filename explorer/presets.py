@@ -274,25 +274,60 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(out)))
 
 
+STEP_COST_FIT_FILE = "step_cost_fit.csv"
+
+
 @lru_cache(maxsize=1)
-def engine_profiles() -> dict[str, EngineProfile]:
-    """Serving-engine profiles from data/engines.csv (one row per engine and parameter)."""
+def step_cost_fit() -> dict[tuple[str, str], dict[str, str]]:
+    """data/step_cost_fit.csv: per (engine, parameter) a whole-step term fitted on published step
+    times (scripts/fit_step_costs.py) with its bounds, what it was fitted on and its
+    leave-one-source-out error; {} when the file is absent (before the first fit)."""
+    if not (DATA_DIR / STEP_COST_FIT_FILE).exists():
+        return {}
+    return {(r["engine"], r["parameter"]): r for r in _rows(STEP_COST_FIT_FILE)}
+
+
+@lru_cache(maxsize=2)
+def engine_profiles(fitted: bool = True) -> dict[str, EngineProfile]:
+    """Serving-engine profiles from data/engines.csv (one row per engine and parameter); a
+    value written `fit` is read from data/step_cost_fit.csv. `fitted=False` gives those terms
+    as 0: the kernels-only step the fit starts from (explorer/calibration/step_costs.py)."""
     rows: dict[str, dict[str, dict[str, str]]] = {}
     for r in _rows("engines.csv"):
         rows.setdefault(r["engine"], {})[r["parameter"]] = r
+    fit = step_cost_fit() if fitted else {}
     out: dict[str, EngineProfile] = {}
     for engine in SERVING_ENGINES:
         p = rows.get(engine, {})
         missing = [name for name in ENGINE_PARAMETERS if name not in p]
         if missing:
             raise ValueError(f"data/engines.csv: {engine} lacks {', '.join(missing)}")
+        sources = {name: p[name]["source"] for name in ENGINE_PARAMETERS}
+        fitted_notes: dict[str, str] = {}
 
-        def val(name: str, _p: dict[str, dict[str, str]] = p) -> str:
-            return _p[name]["value"]
+        def val(name: str, _p: dict[str, dict[str, str]] = p, _engine: str = engine,
+                _sources: dict[str, str] = sources, _notes: dict[str, str] = fitted_notes) -> str:
+            value = _p[name]["value"]
+            if value != "fit":
+                return value
+            if not fitted:
+                return "0"
+            row = fit.get((_engine, name))
+            if row is None:
+                raise ValueError(f"data/engines.csv: {_engine} {name} is 'fit' but "
+                                 f"data/{STEP_COST_FIT_FILE} has no such row "
+                                 "(run scripts/fit_step_costs.py --write)")
+            _sources[name] = row["source"]
+            _notes[name] = (f"fitted on {row['fitted_on']}; bounds [{row['lower']}, "
+                            f"{row['upper']}] {row['unit']}; leave-one-source-out "
+                            f"{row['loo_note']}")
+            return row["value"]
         sizes = p["cuda_graph_sizes"]
         out[engine] = EngineProfile(
             engine=engine,
             step_overhead_s=float(val("step_overhead_us")) * 1e-6,
+            per_sequence_s=float(val("per_sequence_us")) * 1e-6,
+            compute_overlap_loss=float(val("compute_overlap_loss")),
             draft_forward_overhead_s=float(val("draft_forward_overhead_us")) * 1e-6,
             capture_sizes=parse_sizes(sizes["value"]),
             capture_unit=cast(Any, sizes["unit"]),
@@ -302,7 +337,8 @@ def engine_profiles() -> dict[str, EngineProfile]:
             rejection_sampler_bytes_per_logit=float(val("rejection_sampler_bytes_per_logit")),
             draft_first_forward=cast(Any, val("draft_first_forward")),
             ngram_no_match=cast(Any, val("ngram_no_match")),
-            sources={name: p[name]["source"] for name in ENGINE_PARAMETERS},
+            sources=sources,
+            fitted=fitted_notes,
             assumptions=tuple(name for name in ENGINE_PARAMETERS
                               if p[name]["assumption"] == "yes"),
         )

@@ -1,19 +1,24 @@
 """`make validate`: the model's error against every published number it can map.
 
-Groups: (1) the verify-cost ratio T_verif(B·(1+D))/T_verif(B) of Llama-3.1-8B on one H100 at 1K
-context against data/samples/step_times.csv (target: within 15%); (2) end-to-end speedups in
-../shared/reference/speedups.csv that publish AL, D and a batch and map to our presets, by source
-(MAPE and signed bias); (3) GEMM kernels, roofline vs the measured tables per GPU/dtype/engine
-(the leave-one-GPU-out fit is scripts/fit_roofline_from_tables.py). The shared data is read
+Groups: (0) each engine's whole-step terms fitted on the published step times
+(explorer/calibration/step_costs.py): every term with its bounds and what it was fitted on, and
+the step-time error per source in the fit and left out of it; (1) the verify-cost ratio
+T_verif(B·(1+D))/T_verif(B) of Llama-3.1-8B on one H100 at 1K context against
+data/samples/step_times.csv (target: within 15%); (2) end-to-end speedups in
+../shared/reference/speedups.csv that publish AL (or whose series does at B = 1) and map to our
+presets: MAPE and bias by batch bucket (1, 2–8, 16–32, ≥ 64), engine and source, fitted and
+leave-one-source-out, and the fall of the speedup with batch, published vs model; (3) GEMM
+kernels, roofline vs the measured tables per GPU/dtype/engine (the leave-one-GPU-out fit is
+scripts/fit_roofline_from_tables.py). The shared data is read
 relative to the checkout (../shared); without it those groups say so and the script exits 0.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -30,17 +35,33 @@ from explorer.analysis.timing_error import (  # noqa: E402
 )
 from explorer.base.engines import ServingEngine  # noqa: E402
 from explorer.base.errors import ScenarioError  # noqa: E402
+from explorer.calibration.published import (  # noqa: E402  (tests read them here too)
+    _LEAD_NUMBER,
+    ASSUMED_CONTEXT,
+    carried_al,
+    map_row,
+    published_speedup,
+    series_key,
+)
+from explorer.calibration.step_costs import (  # noqa: E402
+    BOUNDS,
+    PRIMARY_ENGINE,
+    TERMS,
+    StepCostFit,
+    evidence_key,
+    fit_step_costs,
+    profile_terms,
+)
 from explorer.kernel_tables import GemmTable, load_serving_gemm_table  # noqa: E402
 from explorer.kernel_tables.served import SpeedOfLight, served_points  # noqa: E402
 from explorer.model.engine_costs import graph_shape  # noqa: E402
 from explorer.model.grid import GridResult, ScenarioModel, scenario_model  # noqa: E402
 from explorer.model.kernels import gemm_time  # noqa: E402
-from explorer.presets import hardware_presets, model_presets  # noqa: E402
-from explorer.specs.scenario import Acceptance  # noqa: E402
+from explorer.model.resolve import resolve  # noqa: E402
+from explorer.presets import hardware_presets  # noqa: E402
+from explorer.specs.engine import EngineProfile  # noqa: E402
 
 SHARED = Path(os.environ.get("EXPLORER_SHARED_DIR", ROOT.parent / "shared"))
-# Assumption: published end-to-end runs without a stated context are short chat prompts.
-ASSUMED_CONTEXT = 1024
 
 
 def _pct(err: np.ndarray) -> str:
@@ -103,143 +124,165 @@ def _verify_growth(m: ScenarioModel, c: VerifyRatioCheck, i: int) -> str:
             "graph padding and launches")
 
 
-# GPU names as the reference writes them → hardware preset; longest prefix first.
-GPU_NAMES = (("GB200", "gb200"), ("H100", "h100"), ("H200", "h200"), ("A100", "a100"),
-             ("B200", "b200"), ("B300", "b300"), ("L40S", "l40s"), ("MI300X", "mi300x"))
-# Reference model names that are another spelling of a preset (the architecture the row ran);
-# any other name maps only when it is a preset's slug.
-MODEL_ALIASES = {
-    "llama-3.3-70b": "llama-3.1-70b",  # same architecture (data/al_curves.csv maps it so)
-    "deepseek-r1": "deepseek-v3",
-    "llama-4-scout-17b-16e": "llama-4-scout",
-    "llama-4-maverick-17b-128e": "llama-4-maverick",
-}
-ENGINE_NAMES = (("sglang", "sglang"), ("tensorrt", "trtllm"), ("trt-llm", "trtllm"),
-                ("vllm", "vllm"))
-_INT = re.compile(r"^\s*(\d+)\s*$")
-_LEAD_NUMBER = re.compile(r"^\s*~?(\d+(?:\.\d+)?)x?(?:\s*(?:\(|/|$))")
+# The batch buckets the speedup error is read by (issue #21): B = 1, 2–8, 16–32, ≥ 64 (a B
+# between two buckets goes to the higher one).
+BUCKETS: tuple[tuple[str, int, int], ...] = (("1", 1, 1), ("2-8", 2, 8), ("16-32", 9, 32),
+                                             (">=64", 33, 1 << 30))
+# Rows per bucket from which the leave-one-source-out bias is held to ±10 %.
+BUCKET_MIN_ROWS = 5
 
 
-def normalise_gpu(text: str) -> tuple[str | None, int, str]:
-    """'H100-80GB (SGLang)' → ('h100', 1, ''); 'A100-80GB x2 (TP2)' → ('a100', 2, ''); the reason
-    when it does not map."""
-    t = text.strip().upper().replace("NVIDIA ", "")
-    if not t or t.startswith("(NOT STATED"):
-        return None, 1, "GPU not stated"
-    if "NODE" in t:
-        return None, 1, "multi-node deployment"
-    hw = next((slug for name, slug in GPU_NAMES if t.startswith(name)), None)
-    if hw is None:
-        return None, 1, "GPU not a preset"
-    tp = re.search(r"TP\s*(\d+)", t) or re.search(r"\bX\s*(\d+)", t)
-    return hw, int(tp.group(1)) if tp else 1, ""
+class MappedRow(NamedTuple):
+    source: str
+    series: tuple[str, ...]
+    scenario: Scenario
+    published: float
+    predicted: float  # with every source in the fit
+    held_out: float  # with the row's own source left out of the step-cost fit
+    al_carried: bool
+    line: str  # the diagnosis
+
+    @property
+    def bucket(self) -> str:
+        return next(n for n, lo, hi in BUCKETS if lo <= self.scenario.batch <= hi)
 
 
-def normalise_model(text: str) -> str | None:
-    """'LLaMA-3.1-8B-Instruct', 'Llama-3.1-8B(-Instruct)' → 'llama-3.1-8b'; None if no preset."""
-    t = text.strip().split(" ")[0].lower().split("/")[-1]
-    t = re.sub(r"\(-?instruct\)|-instruct$|-instruct\b", "", t)
-    t = MODEL_ALIASES.get(t, t)
-    return t if t in model_presets() else None
+def _speedup(sc: Scenario, profile: EngineProfile | None, pub: float) -> tuple[float, str]:
+    sm = ScenarioModel(resolve(sc), profile) if profile is not None else scenario_model(sc)
+    g = sm.grid(sc.batch, sc.draft_len)
+    pred = float(g.speedup.reshape(-1)[0])
+    return pred, _row_diagnosis(sm, sc, g, pred, pub)
 
 
-def normalise_engine(text: str) -> str | None:
-    t = text.lower()
-    return next((slug for name, slug in ENGINE_NAMES if name in t), None)
+def mapped_speedups(fit: StepCostFit) -> tuple[list[MappedRow], dict[str, int], int]:
+    """Every speedup row that maps to the presets (its AL, or its series' B = 1 AL), predicted
+    with the fitted terms and with its own source held out of the fit."""
+    df = pd.read_csv(SHARED / "reference" / "speedups.csv")
+    df = df[df.speedup.notna()]
+    carried = carried_al(df)
+    held = {(h.engine, h.source): h.terms for h in fit.held_out}
+    skipped: dict[str, int] = {}
+    out: list[MappedRow] = []
+    n_with_al = int(df.AL.notna().sum())
+    for _, row in df.iterrows():
+        sc, why = map_row(row, carried)
+        if sc is None:
+            if pd.notna(row.AL):
+                skipped[why] = skipped.get(why, 0) + 1
+            continue
+        key = evidence_key(str(row.source), sc.engine)
+        terms = held.get((sc.engine, key)) if key is not None else None
+        pub = published_speedup(row)
+        try:
+            pred, line = _speedup(sc, None, pub)
+            loo = (_speedup(sc, profile_terms(sc.engine, terms), pub)[0] if terms is not None
+                   else pred)
+        except ScenarioError as err:
+            k = f"scenario rejected: {err.field}"
+            skipped[k] = skipped.get(k, 0) + 1
+            continue
+        out.append(MappedRow(str(row.source), series_key(row), sc, pub, pred, loo,
+                             not _LEAD_NUMBER.match(str(row.AL)), line))
+    return out, skipped, n_with_al
 
 
-def map_row(row: pd.Series) -> tuple[Scenario | None, str]:
-    """A reference speedup row as a scenario with its own AL, or the reason it does not map."""
-    hw, tp, why = normalise_gpu(str(row.gpu))
-    if hw is None:
-        return None, why
-    if hw not in hardware_presets():
-        return None, "GPU not a preset"
-    model = normalise_model(str(row.model_target))
-    if model is None:
-        return None, "model not a preset"
-    mech = str(row.mechanism).lower()
-    if "tree" in mech or " vs " in mech:
-        return None, "tree verification or comparison"
-    slug = ("eagle3" if mech.startswith(("eagle3", "eagle_chain")) else
-            "mtp" if mech.startswith("mtp") else "dflash" if mech.startswith("dflash") else
-            "dspark" if mech.startswith("dspark") else "ngram" if "ngram" in mech else None)
-    if slug is None:
-        return None, "mechanism not a preset"
-    d_m, b_m = _INT.match(str(row.D)), _INT.match(str(row.batch).replace("concurrency", ""))
-    al_m, sp_m = _LEAD_NUMBER.match(str(row.AL)), _LEAD_NUMBER.match(str(row.speedup))
-    if not (d_m and b_m and al_m and sp_m):
-        return None, "D, batch, AL or speedup not a single number"
-    engine = normalise_engine(str(row.engine)) or "vllm"
-    dtype = "fp8" if "fp8" in str(row.model_target).lower() else "bf16"  # 'Llama-4-Scout (FP8)'
-    try:
-        sc = Scenario(hardware=hw, model=model, tp=tp, mechanism=slug, batch=int(b_m.group(1)),
-                      draft_len=int(d_m.group(1)), context=ASSUMED_CONTEXT, dtype=dtype,
-                      engine=engine,  # type: ignore[arg-type]
-                      acceptance=Acceptance(kind="fixed", fixed_al=float(al_m.group(1))))
-    except (ValueError, TypeError) as err:
-        return None, f"not a valid scenario ({type(err).__name__})"
-    return sc, ""
+def _err_line(rows: list[MappedRow]) -> str:
+    fit = np.array([r.predicted / r.published - 1.0 for r in rows])
+    loo = np.array([r.held_out / r.published - 1.0 for r in rows])
+    return (f"n={len(rows):3d}  fitted: {_pct(fit)}   leave-one-source-out: {_pct(loo)}")
 
 
-def published_speedup(row: pd.Series) -> float:
-    m = _LEAD_NUMBER.match(str(row.speedup))
-    return float(m.group(1)) if m else float("nan")
-
-
-def speedups() -> None:
+def speedups(fit: StepCostFit) -> None:
     path = SHARED / "reference" / "speedups.csv"
-    print("2. end-to-end speedups that publish AL (their AL used; engine from the row, vLLM "
-          f"where unnamed; context assumed {ASSUMED_CONTEXT} tokens)")
+    print("2. end-to-end speedups that publish AL, or whose series publishes it at B = 1 (their"
+          " AL used; engine from the row, vLLM where unnamed; context assumed "
+          f"{ASSUMED_CONTEXT} tokens); each row also predicted with its own source left out of "
+          "the step-cost fit")
     if not path.exists():
         print(f"   {path} is absent: skipped")
         return
-    df = pd.read_csv(path)
-    df = df[df.AL.notna() & df.speedup.notna()]
-    skipped: dict[str, int] = {}
-    errs: dict[str, list[float]] = {}
-    rows: dict[str, list[str]] = {}
-    for _, row in df.iterrows():
-        sc, why = map_row(row)
-        if sc is None:
-            skipped[why] = skipped.get(why, 0) + 1
+    rows, skipped, n_with_al = mapped_speedups(fit)
+    print("   by batch bucket (the user's terms: how far the speedup the model gives at this "
+          "batch is from the published one):")
+    for name, _, _ in BUCKETS:
+        sel = [r for r in rows if r.bucket == name]
+        if not sel:
+            print(f"     B {name:6s} n=  0")
             continue
-        try:
-            sm = scenario_model(sc)
-            g = sm.grid(sc.batch, sc.draft_len)
-        except ScenarioError as err:
-            key = f"scenario rejected: {err.field}"
-            skipped[key] = skipped.get(key, 0) + 1
-            continue
-        pred, pub = float(g.speedup.reshape(-1)[0]), published_speedup(row)
-        errs.setdefault(str(row.source), []).append(pred / pub - 1.0)
-        rows.setdefault(str(row.source), []).append(_row_diagnosis(sm, sc, g, pred, pub))
-    for src, e in sorted(errs.items()):
-        arr = np.asarray(e)
-        flag = "" if np.mean(np.abs(arr)) <= 0.10 else "  MISSES 10%"
-        print(f"   {src[:70]:70s} n={arr.size:3d}  {_pct(arr)}{flag}")
-        if flag:
-            for line in rows[src]:
-                print(f"      {line}")
+        loo_bias = float(np.mean([r.held_out / r.published - 1.0 for r in sel]))
+        verdict = ("" if len(sel) < BUCKET_MIN_ROWS else
+                   "  bias within ±10%" if abs(loo_bias) <= 0.10 else "  bias MISSES ±10%")
+        print(f"     B {name:6s} {_err_line(sel)}{verdict}")
+    print("   by engine:")
+    for engine in sorted({r.scenario.engine for r in rows}):
+        print(f"     {engine:7s}  {_err_line([r for r in rows if r.scenario.engine == engine])}")
+    print("   by source:")
+    for src in sorted({r.source for r in rows}):
+        sel = [r for r in rows if r.source == src]
+        print(f"     {src[:66]:66s} {_err_line(sel)}")
+        loo = np.array([r.held_out / r.published - 1.0 for r in sel])
+        if np.mean(np.abs(loo)) > 0.10:
+            for r in sel:
+                print(f"        {r.line}{' (AL of its series at B=1)' if r.al_carried else ''}")
             for key, caveat in SOURCE_CAVEATS.items():
                 if key in src:
-                    print(f"      the source itself: {caveat}")
-    n_mapped = sum(len(e) for e in errs.values())
-    print(f"   {n_mapped} of {len(df)} rows with AL and a speedup map to the presets")
-    print(f"   not mapped: {', '.join(f'{k}: {v}' for k, v in sorted(skipped.items()))}")
-    if any(np.mean(np.abs(e)) > 0.10 for e in errs.values()):
-        print("   why a source misses: 1–3 rows each, contexts not published (assumed "
-              f"{ASSUMED_CONTEXT}); per row above: the step the published speedup implies "
-              "(AL / speedup × the model's T_verif(B)) against the model's T_verif(B·(1+D)) + "
-              "T_draft, and the engine-profile numbers that row rests on that are assumptions "
-              "(data/engines.csv); a row whose speedup exceeds its AL cannot be reached by any "
-              "step model (the speculative step never costs less than the plain one); an "
-              "n-gram row's single AL gives no match share, so the engine's no-match semantics "
-              "(ngram_no_match) cannot be weighed")
-    if n_mapped == 0:
-        print("   why: the rows that state their GPU run models that are not presets "
-              "(Qwen3.6/3.8-27B, Vicuna) or span several nodes; the rest state no GPU or use "
-              "tree verification")
+                    print(f"        the source itself: {caveat}")
+    _fall_with_batch(rows)
+    print(f"   {len(rows)} rows map ({sum(r.al_carried for r in rows)} with their series' B=1 "
+          f"AL); of the {n_with_al} rows that print an AL, not mapped: "
+          f"{', '.join(f'{k}: {v}' for k, v in sorted(skipped.items()))}")
+
+
+def _fall_with_batch(rows: list[MappedRow]) -> None:
+    """Each published series over batches: speedup(B) / speedup(smallest B), published vs
+    model (the fall the issue is about)."""
+    series: dict[tuple[str, ...], list[MappedRow]] = {}
+    for r in rows:
+        series.setdefault(r.series, []).append(r)
+    lines = []
+    for key, sel in series.items():
+        if len({r.scenario.batch for r in sel}) < 2:
+            continue
+        sel = sorted(sel, key=lambda r: r.scenario.batch)
+        first = sel[0]
+        pts = ", ".join(f"B={r.scenario.batch}: {r.published / first.published:.2f} vs "
+                        f"{r.held_out / first.held_out:.2f}" for r in sel[1:])
+        sc = first.scenario
+        lines.append(f"     {sc.engine} {sc.model} {sc.mechanism} D={sc.draft_len} "
+                     f"({key[4][:20]}; {key[0][:30]}…) from B={sc.batch}: {pts}")
+    print("   fall of the speedup with batch, speedup(B)/speedup(first B), published vs model "
+          "(leave-one-source-out):")
+    print("\n".join(lines) if lines else "     no published series spans two batches")
+    base = Scenario(hardware="h100", model="llama-3.1-8b", tp=1, mechanism="eagle3",
+                    draft_len=3, context=ASSUMED_CONTEXT)
+    g = scenario_model(base).grid(np.array([1.0, 8.0, 32.0, 64.0, 128.0]), 3.0)
+    pts = ", ".join(f"B={b:g} {s:.2f}x" for b, s in zip((1, 8, 32, 64, 128), g.speedup,
+                                                        strict=True))
+    print(f"     the model's EAGLE-3 D=3, Llama-3.1-8B, 1xH100, vLLM, its AL prior "
+          f"({float(g.acceptance_length[0]):.2f}): {pts}")
+
+
+def step_costs(fit: StepCostFit) -> None:
+    print("0. whole-step terms per engine, fitted on published step times (scripts/"
+          "fit_step_costs.py → data/step_cost_fit.csv), and the step-time error per source: "
+          "in the fit, and left out of it (predicted by the terms fitted on the other sources)")
+    for engine, f in fit.fits.items():
+        mape, rms, n = fit.loo(engine)
+        print(f"   {engine}: {f.n_rows} rows from {len(f.sources)} source(s); "
+              f"leave-one-source-out MAPE {mape:.1%} (log-RMS {rms:.3f}: the intervals' σ) "
+              f"over {n} rows")
+        for t in TERMS:
+            lo, hi, unit = BOUNDS[t]
+            how = "fitted" if t in f.fitted_terms else f"carried from {PRIMARY_ENGINE}"
+            if t in f.fitted_terms and f.values[t] in (lo, hi):  # the evidence pushes past it
+                how += f", at its {'lower' if f.values[t] == lo else 'upper'} bound"
+            print(f"     {t:26s} {f.values[t]:10.4g} {unit:26s} bounds [{lo:g}, {hi:g}]  {how}")
+        for h in fit.held_out:
+            if h.engine == engine:
+                what = "speedup" if "speedup" in h.kinds else "step time"
+                in_fit = float(np.mean(np.abs(h.in_fit / h.published - 1.0)))
+                print(f"     {what} of {h.source[:60]:60s} n={h.rel_error.size:2d}  in the fit "
+                      f"MAPE {in_fit:5.1%}  left out MAPE {h.mape:5.1%} bias {h.bias:+.1%}")
 
 
 def _row_diagnosis(sm: ScenarioModel, sc: Scenario, g: GridResult, pred: float,
@@ -303,8 +346,12 @@ def kernels() -> None:
 
 
 def main() -> int:
+    fit = fit_step_costs(SHARED) if (SHARED / "reference").exists() else None
+    if fit is not None:
+        step_costs(fit)
     verify_ratio()
-    speedups()
+    if fit is not None:
+        speedups(fit)
     kernels()
     roofline_cross_validation()
     __import__("validate_acceptance").report(SHARED)  # groups A, B: acceptance intervals (#22)

@@ -9,6 +9,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from explorer.analysis.availability import availability
+from explorer.analysis.table_sanity import TableFlag, table_flags
 from explorer.analysis.uncertainty import speedup_interval, timing_note
 from explorer.model.grid import ScenarioModel, scenario_model
 from explorer.model.layers import COMPONENTS, Breakdown
@@ -56,6 +57,8 @@ class Evaluation(BaseModel):
     acceptance_length_high: float | None = None
     acceptance_uncertainty: str = ""  # what the interval varies (or why there is none)
     acceptance_temperature: str = ""  # greedy / sampled, where the AL source says
+    # measured kernel tables far off their siblings (another engine or a wider dtype, same GPU)
+    table_flags: tuple[TableFlag, ...] = ()
 
 
 def _scalar(x: npt.ArrayLike) -> float | None:
@@ -91,7 +94,7 @@ def evaluate(scenario: Scenario) -> Evaluation:
     g = m.grid(scenario.batch, scenario.draft_len, with_breakdowns=True)
     av = availability(scenario)
     al = m.acceptance(scenario.draft_len)
-    s_lo, s_hi = speedup_interval(g, al, scenario.draft_len)
+    s_lo, s_hi = speedup_interval(g, al, scenario.draft_len, scenario.engine)
     a_lo, a_hi = al.interval()
     return Evaluation(
         speedup=_scalar(g.speedup),
@@ -126,8 +129,9 @@ def evaluate(scenario: Scenario) -> Evaluation:
         acceptance_evidence=al.evidence,
         speedup_low=_scalar(s_lo), speedup_high=_scalar(s_hi),
         acceptance_length_low=_scalar(a_lo), acceptance_length_high=_scalar(a_hi),
-        acceptance_uncertainty=f"{al.uncertainty}; {timing_note()}",
+        acceptance_uncertainty=f"{al.uncertainty}; {timing_note(scenario.engine)}",
         acceptance_temperature=al.temperature,
         verify_cost_factor=float(np.ravel(g.t_verif_base_s / g.t_verif_spec_s)[0]),
         draft_cost_factor=float(np.ravel(g.t_verif_spec_s / (g.t_verif_spec_s + g.t_draft_s))[0]),
+        table_flags=table_flags(scenario),
     )

@@ -119,7 +119,7 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
         except ScenarioError as exc:
             unavailable[slug] = exc.message
             continue
-        sd = speedup_draws(g, al, ds)  # (draws, D)
+        sd = speedup_draws(g, al, ds, cand.engine)  # (draws, D)
         lo, hi = quantiles(sd)
         ok = np.isfinite(g.speedup)
         if not ok.any():

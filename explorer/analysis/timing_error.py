@@ -1,8 +1,8 @@
-"""The timing model's error on what the speedup depends on: the verify-cost ratio
-T_verif(B(1+D)) / T_verif(B), against the one measured step-time reference that names its batch
-and draft length — the SpecDecodeBench vLLM step fit for Llama-3.1-8B on one H100
-(data/samples/step_times.csv; reference/kernels.csv). `make validate` prints it; the speedup
-intervals carry it (explorer/analysis/uncertainty.py)."""
+"""The timing model's error: per engine, the leave-one-source-out error of the whole-step model
+on the published steps and speed-ups it was calibrated on (explorer/calibration/step_costs.py,
+data/step_cost_fit.csv), carried into the speedup intervals (explorer/analysis/uncertainty.py);
+and the verify-cost ratio T_verif(B(1+D)) / T_verif(B) against the SpecDecodeBench vLLM step fit
+for Llama-3.1-8B on one H100 (data/samples/step_times.csv), which `make validate` prints."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pandas as pd
 
 from explorer.base.engines import ServingEngine
 from explorer.model.grid import GridResult, scenario_model
-from explorer.presets import DATA_DIR
+from explorer.presets import DATA_DIR, step_cost_fit
 from explorer.specs.engine import VLLM  # the reference steps were measured on vLLM
 from explorer.specs.scenario import Scenario
 
@@ -66,36 +66,37 @@ def verify_ratio_checks(engine: ServingEngine = VLLM.slug) -> list[VerifyRatioCh
 
 @dataclass(frozen=True)
 class TimingError:
-    """Log-scale error of the verify-cost ratio at the checked D (RMS, bias included), and
-    the words that say what it is."""
+    """An engine's step-model error carried into the speedup intervals: the log-RMS of its
+    leave-one-source-out predictions (data/step_cost_fit.csv, scripts/fit_step_costs.py), each
+    published step or speed-up predicted by the whole-step terms fitted without its source."""
 
-    draft_lens: tuple[int, ...]
-    log_rms: tuple[float, ...]
-    bias: tuple[float, ...]  # mean relative error (model/reference − 1)
+    engine: str
+    log_rms: float
+    mape: float
+    fitted_on: str
 
     def sigma(self, draft_len: npt.ArrayLike) -> FloatArray:
-        """σ of log speedup at D: 0 at D = 0 (no verify growth), linear to the checked D, held
-        at the last checked value beyond it."""
-        return np.asarray(np.interp(np.asarray(draft_len, dtype=np.float64),
-                                    [0.0, *map(float, self.draft_lens)], [0.0, *self.log_rms]),
-                          dtype=np.float64)
+        """σ of log speedup at D: 0 at D = 0 (no speculation, speedup 1 by construction), the
+        leave-one-source-out log-RMS at every D ≥ 1."""
+        d = np.asarray(draft_len, dtype=np.float64)
+        return np.asarray(np.where(d > 0, self.log_rms, 0.0), dtype=np.float64)
 
     @property
     def note(self) -> str:
-        parts = ", ".join(f"{s:.0%} at D={d} (bias {b:+.0%})"
-                          for d, s, b in zip(self.draft_lens, self.log_rms, self.bias,
-                                             strict=True))
-        return (f"the timing model's error on the verify-cost ratio — {parts} against the "
-                "SpecDecodeBench vLLM step fit (Llama-3.1-8B, 1×H100) — is carried to every "
-                "scenario as an assumption (no other step reference names B and D); a negative "
-                "bias means the speedup leans optimistic")
+        return (f"the timing model's error, the {self.engine} step model's leave-one-source-out "
+                f"error — {self.log_rms:.0%}"
+                f" log-RMS ({self.mape:.0%} MAPE) on {self.fitted_on}, each source predicted by "
+                "the whole-step terms fitted without it (data/step_cost_fit.csv) — is carried "
+                "to every scenario on this engine")
 
 
 @cache
-def timing_error() -> TimingError:
-    checks = verify_ratio_checks()
-    return TimingError(
-        draft_lens=tuple(c.draft_len for c in checks),
-        log_rms=tuple(float(np.sqrt(np.mean(np.log1p(c.relative_error) ** 2)))
-                      for c in checks),
-        bias=tuple(float(np.mean(c.relative_error)) for c in checks))
+def timing_error(engine: str = "vllm") -> TimingError:
+    fit = step_cost_fit()
+    row = fit.get((engine, "step_overhead_us"))
+    if row is None or not row["loo_log_rms"]:
+        raise ValueError(f"data/step_cost_fit.csv has no leave-one-source-out error for "
+                         f"{engine} (run scripts/fit_step_costs.py --write)")
+    own = row["fitted_on"]
+    return TimingError(engine=engine, log_rms=float(row["loo_log_rms"]),
+                       mape=float(row["loo_mape"]), fitted_on=own)

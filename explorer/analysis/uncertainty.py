@@ -2,7 +2,7 @@
 array axis, seeded).
 
 speedup_k = T_verif(B)·AL_k / (T_verif(B(1+D)) + T_draft) · exp(σ_t(D)·z_k): σ_t is the
-verify-cost ratio's log error against the measured step reference (analysis/timing_error.py).
+engine's step-model leave-one-source-out log error (analysis/timing_error.py).
 One z per draw for every option: the timing model errs alike for every mechanism, so the
 error widens each interval without changing which option wins a draw.
 """
@@ -19,21 +19,23 @@ from explorer.model.grid import GridResult
 FloatArray = npt.NDArray[np.float64]
 
 
-def timing_note() -> str:
-    return f"80 % interval of the AL source's draws and of the timing error: {timing_error().note}"
+def timing_note(engine: str = "vllm") -> str:
+    return ("80 % interval of the AL source's draws and of the timing error: "
+            f"{timing_error(engine).note}")
 
 
-def speedup_draws(g: GridResult, al: ALResult, draft_len: npt.ArrayLike) -> FloatArray:
+def speedup_draws(g: GridResult, al: ALResult, draft_len: npt.ArrayLike,
+                  engine: str = "vllm") -> FloatArray:
     """Speedup draws, shape (N_DRAWS, *grid shape): the grid's times with each AL draw, each
     scaled by the timing error at its D."""
     step = np.asarray(g.t_verif_spec_s + g.t_draft_s, dtype=np.float64)
     plain = np.asarray(g.t_verif_base_s)[None, ...] * al.draws() / step[None, ...]
-    sigma = timing_error().sigma(draft_len)
+    sigma = timing_error(engine).sigma(draft_len)
     z = standard_normal("timing").reshape((N_DRAWS, *([1] * np.ndim(plain[0]))))
     return np.asarray(np.broadcast_to(plain, (N_DRAWS, *plain.shape[1:])) * np.exp(sigma * z),
                       dtype=np.float64)
 
 
-def speedup_interval(g: GridResult, al: ALResult, draft_len: npt.ArrayLike
-                     ) -> tuple[FloatArray, FloatArray]:
-    return quantiles(speedup_draws(g, al, draft_len))
+def speedup_interval(g: GridResult, al: ALResult, draft_len: npt.ArrayLike,
+                     engine: str = "vllm") -> tuple[FloatArray, FloatArray]:
+    return quantiles(speedup_draws(g, al, draft_len, engine))

@@ -14,6 +14,9 @@ Three fits, all vectorized, one module each:
 * `back_out_draft_cost` (draft_backout.py) — speculative step times → T_draft = T_step −
   T_verif(B, 1+D) (model), next to the model's own T_draft(B, D).
 
+Beside them, the engines' default whole-step terms are fitted once on the published evidence
+(step_costs.py, scripts/fit_step_costs.py → data/step_cost_fit.csv), with leave-one-source-out.
+
 Every fit is bounded: above MAX_CALIBRATION_ROWS rows (explorer/base/limits.py) it uses an evenly
 spaced sample and says so in its notes or summary. Measurements no fit can use (every dtype
 unknown to the roofline) raise CalibrationError, whose message is for the user.

@@ -363,8 +363,14 @@ def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: 
                      "bound (with the model's attention shape)")
     sparse = text_cfg.get("sparse_attention_config")
     if isinstance(sparse, Mapping) and sparse.get("use_sparse_attention"):
-        notes.append("block-sparse attention (sparse_attention_config): priced as dense "
-                     "attention over the whole context — an upper bound")
+        if mtype == "minimax_m3":  # MSA: the package measures the whole attention module
+            fields["sparse_attention"] = "msa"
+            notes.append("MiniMax sparse attention (MSA): the attention block priced from the "
+                         "measured MSA module tables where the engine and GPU have them, else "
+                         "as dense attention over the whole context — an upper bound")
+        else:
+            notes.append("block-sparse attention (sparse_attention_config): priced as dense "
+                         "attention over the whole context — an upper bound")
     # --- MLP / MoE -------------------------------------------------------------------------
     experts = r.num("n_routed_experts", "num_experts", "num_local_experts", lo=0,
                     hi=MAX_EXPERTS, default=0) or 0

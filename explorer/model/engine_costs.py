@@ -4,9 +4,13 @@
 the next captured CUDA-graph size (a staircase), and where no graph fits so the step runs eager.
 `apply_engine_profile` is the one place a profile's costs are charged, to a target (verify)
 forward or to a round of draft forwards:
-- the per-step scheduling/sampling overhead, once per target step;
+- the per-step scheduling/sampling overhead, once per target step, and the per-sequence cost,
+  once per request in it;
+- the compute a served target step does not overlap with its weight reads: κ·min(compute at
+  the dtype's peak, weight read) (`compute_overlap_loss`; the tables time each GEMM alone);
 - the per-draft-forward fixed overhead, once per draft forward (EAGLE/MTP/external: D forwards;
-  DFlash: one block pass; DSpark: the block pass + D serial head steps; n-gram: none);
+  DFlash: one block pass; DSpark: one, its D serial head steps run within the pass; n-gram:
+  none);
 - the sampler's passes over the logits: one row per request (a plain decode token or the bonus
   token) at `sampler_bytes_per_logit`, and the rejection sampler's over the B·D draft-position
   rows at `rejection_sampler_bytes_per_logit` (memory-bound; vLLM's passes are cited in
@@ -64,6 +68,8 @@ def apply_engine_profile(
     rejection_rows: npt.ArrayLike = 0.0,
     vocab: int = 0,
     step_overhead_s: float = 0.0,
+    sequences: npt.ArrayLike = 0.0,
+    overlappable_s: npt.ArrayLike = 0.0,
 ) -> Breakdown:
     """The forward's breakdown with the engine's costs added to its `overhead`.
 
@@ -71,7 +77,8 @@ def apply_engine_profile(
     one; each already pays the graph launch latency in the forward); `sampled_tokens` the rows
     whose `vocab` logits the sampler samples (one per request) and `rejection_rows` the
     draft-position rows the rejection sampler passes over; `step_overhead_s` is charged once
-    (a target step).
+    (a target step), the per-sequence cost once per request of `sequences`, and the
+    overlap loss κ on `overlappable_s` = min(compute, weight read) of a target step.
     """
     launches = (np.asarray(eager_kernels, dtype=np.float64)
                 * max(profile.eager_launch_s - hw.launch_latency_s, 0.0))
@@ -80,7 +87,9 @@ def apply_engine_profile(
                 * profile.rejection_sampler_bytes_per_logit)
                * vocab / (hw.hbm_bw_bytes_per_s * hw.gemm_memory_efficiency))
     extra = (step_overhead_s + launches + sampler
-             + np.asarray(draft_forwards, dtype=np.float64) * profile.draft_forward_overhead_s)
+             + np.asarray(draft_forwards, dtype=np.float64) * profile.draft_forward_overhead_s
+             + np.asarray(sequences, dtype=np.float64) * profile.per_sequence_s
+             + np.asarray(overlappable_s, dtype=np.float64) * profile.compute_overlap_loss)
     out = dict(forward)
     out["overhead"] = forward["overhead"] + extra
     return out

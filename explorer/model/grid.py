@@ -29,6 +29,7 @@ from explorer.model.measured_kernels import MeasuredKernels, measured_kernels
 from explorer.model.resolve import Resolved, resolve
 from explorer.presets import serving_engine
 from explorer.specs.architecture import ModelSpec
+from explorer.specs.engine import EngineProfile
 from explorer.specs.hardware import STEP_TERM_OVERRIDES, HardwareOverrides
 from explorer.specs.scenario import Scenario
 
@@ -74,13 +75,16 @@ def _weight_bytes(model: ModelSpec, dtype: str, expert_dtype: str) -> float:
 class ScenarioModel:
     """A resolved scenario's cost model, evaluated over arrays of B, D, S and G."""
 
-    def __init__(self, resolved: Resolved) -> None:
+    def __init__(self, resolved: Resolved, engine: EngineProfile | None = None) -> None:
+        """`engine`: another profile than the scenario engine's default (the step-cost fit
+        evaluates the kernels-only step with its terms at 0)."""
         self.r = resolved
         sc = resolved.scenario
         hw = resolved.hardware
-        # The scenario's engine, resolved once: its declaration and its cost profile.
+        # The scenario's engine, resolved once: its declaration and its cost profile (or the
+        # profile given, e.g. the step-cost fit's with its terms at 0).
         self.serving_engine = serving_engine(sc.engine)
-        self.engine = self.serving_engine.profile
+        self.engine = engine if engine is not None else self.serving_engine.profile
         self.kernel_corrections: KernelCorrections | None = None
         if sc.measured_kernels is not None:
             mk = sc.measured_kernels
@@ -110,6 +114,19 @@ class ScenarioModel:
         self.head = (LayerModel(hw, head_spec, sc.tp, sc.dtype, sc.kv_dtype,
                                 self.kernel_corrections, self.tables, sc.moe_dtype)
                      if head_spec is not resolved.model else self.target)
+        # What the overlap loss κ applies to (EngineProfile.compute_overlap_loss): a target
+        # step's GEMM compute per token at the dtype's peak (2 FLOP per active parameter: routed
+        # experts at top-k of n, the lm_head, no embedding lookup) and its weight read.
+        model, scale = resolved.model, resolved.layers / resolved.model.layers
+        experts = model.routed_expert_param_count()
+        # from the shapes (not a sourced total): a config.json or a reshaped design prices alike
+        shaped = model.model_copy(update={"total_params_b": None})
+        active = (shaped.param_count() - model.embedding_param_count() - experts
+                  + (experts * model.experts_per_tok / model.n_routed_experts
+                     if model.n_routed_experts else 0.0)) * scale + model.vocab * model.hidden
+        self.compute_s_per_token = 2.0 * active / sc.tp / hw.peak_flops_per_s(sc.dtype)
+        self.weight_read_s = (_weight_bytes(shaped, sc.dtype, sc.expert_dtype) * scale / sc.tp
+                              / hw.hbm_bw_bytes_per_s)
         self.step_correction: StepCorrection | None = None
         if sc.measured_steps is not None:
             self.step_correction = StepCorrection(sc.measured_steps, self._model_step)
@@ -269,14 +286,23 @@ class ScenarioModel:
             sampled_tokens=np.asarray(batch, dtype=np.float64),
             rejection_rows=np.asarray(batch, dtype=np.float64)
             * (np.asarray(width, dtype=np.float64) - 1.0),
-            vocab=self.r.model.vocab, step_overhead_s=self.step_overhead_s)
+            vocab=self.r.model.vocab, step_overhead_s=self.step_overhead_s,
+            sequences=np.asarray(batch, dtype=np.float64),
+            overlappable_s=self.overlappable_s(tokens))
+
+    def overlappable_s(self, tokens: npt.ArrayLike) -> FloatArray:
+        """min(GEMM compute at the dtype's peak, weight read) of a target step on `tokens`: what
+        the engine's overlap loss κ is a share of."""
+        return np.asarray(np.minimum(np.asarray(tokens, dtype=np.float64)
+                                     * self.compute_s_per_token, self.weight_read_s),
+                          dtype=np.float64)
 
     def _draft_engine_costs(self, batch: FloatArray,
                             draft_len: FloatArray) -> tuple[FloatArray, FloatArray]:
         """(draft forwards, kernels launched eager) of one round: EAGLE/MTP D forwards, the
         first on the engine's first-forward width; external D forwards of width 1; DFlash one
-        block pass of width D; DSpark the block pass and D serial head steps; n-gram none (a
-        lookup)."""
+        block pass of width D; DSpark one forward too (the block pass, its D serial head steps
+        launched within it); n-gram none (a lookup)."""
         mech, d = self.r.mechanism, draft_len
         zero: FloatArray = np.zeros(np.broadcast_shapes(batch.shape, d.shape))
         if mech.draft_style == "lookup":
@@ -297,9 +323,15 @@ class ScenarioModel:
         forwards: FloatArray = zero + np.where(d > 0, 1.0, 0.0)
         eager: FloatArray = zero + np.where(eager_block, forwards * block_kernels, 0.0)
         if mech.draft_style == "block_serial" and mech.serial_head_layer_fraction > 0:
-            forwards = forwards + d
+            # The serial head's D steps run inside the one proposer call of the round: they pay
+            # their kernels (GPU time in draft_time, launches here when eager), not another
+            # forward's bookkeeping (scheduling, metadata, sampling set-up).
             eager = eager + np.where(eager1, d * KERNELS_PER_LAYER, 0.0)
         return forwards, eager
+
+    def draft_forwards(self, batch: FloatArray, draft_len: FloatArray) -> FloatArray:
+        """Draft forwards of one round (what the engine's per-draft-forward cost multiplies)."""
+        return self._draft_engine_costs(batch, draft_len)[0]
 
     def _first_draft_width(self, draft_len: FloatArray) -> FloatArray:
         """Tokens per request of a draft head's first forward: every token the verify step

@@ -417,6 +417,17 @@ class LayerModel:
         attention = shape + full_attn_layers * self.attention(b, w, s, g)
         if sliding:
             attention = attention + sliding * self.attention(b, w, s, g, layers_sliding=True)
+        if m.sparse_attention == "msa" and self.tables is not None:
+            # The measured MSA module replaces the projections and attention of those layers
+            # where it covers the point; each verified token is one decode query of the table.
+            module = self.tables.msa_module_time(b * w, s, max(1, round(m.q_heads / self.tp)),
+                                                 self.kv_dtype, self.dtype)
+            ok = np.isfinite(module)
+            if ok.any():
+                proj = full_attn_layers * self.projection_gemms(n, g)
+                gemm = np.where(ok, gemm - proj, gemm)
+                attention = np.where(ok, full_attn_layers * np.where(ok, module, 0.0),
+                                     attention)
         if m.linear_blocks:
             gemm = gemm + m.linear_blocks * scale * self.linear_blocks(n)
         if m.mamba_layers:  # the scan is the layer's sequence mixer: priced with attention

@@ -32,6 +32,7 @@ from explorer.kernel_tables._grid import Grid
 from explorer.kernel_tables.catalog import Provenance
 from explorer.kernel_tables.mla import find_mla_config
 from explorer.kernel_tables.moe import MoeShape, find_moe_curve
+from explorer.kernel_tables.msa import find_msa_grid
 from explorer.kernel_tables.served import (
     SpeedOfLight,
     experts_read_s,
@@ -406,6 +407,25 @@ class MeasuredKernels:
         return "; ".join(sorted(self.tally.sources.get("moe", ())))
 
     # -- decode MLA attention: the package's generation_mla tables ----------------------------
+    # -- MiniMax sparse attention: the measured MSA module (kernel_tables/msa.py) ------------
+    def msa_module_time(self, queries: FloatArray, kv_len: FloatArray, heads_per_rank: int,
+                        kv_dtype: str, gemm_dtype: str) -> FloatArray:
+        """One MSA attention module (projections, block indexer, sparse attention) for
+        `queries` decode queries at `kv_len`: the engine's measured table, NaN where it does
+        not cover the point (the caller prices those as dense attention)."""
+        q, s = np.broadcast_arrays(np.asarray(queries, dtype=np.float64),
+                                   np.asarray(kv_len, dtype=np.float64))
+        grid = self.no_tables or find_msa_grid(self.hardware, self.engine, heads_per_rank,
+                                               kv_dtype, gemm_dtype)
+        if isinstance(grid, Missing):
+            self.tally.add("msa", False, q.size, grid.reason)
+            return np.full(q.shape, np.nan)
+        look = grid.latency(q, s)
+        self.tally.add("msa", look.covered, q.size,
+                       "outside the measured batch × length grid: dense attention")
+        self.tally.sources.setdefault("msa", set()).add(grid.provenance.label)
+        return np.asarray(look.latency_s, dtype=np.float64)
+
     def mla_attention_time(self, batch: FloatArray, kv_len: FloatArray, q_heads: float,
                            kv_lora_rank: int, rope_dim: int, kv_dtype: str,
                            roofline: FloatArray, roofline_q1: FloatArray,
@@ -474,7 +494,7 @@ class MeasuredKernels:
         head = self.label()
         parts = []
         for kind, name in (("gemm", "GEMM"), ("attention", "decode attention"),
-                           ("moe", "MoE experts")):
+                           ("moe", "MoE experts"), ("msa", "MSA attention module")):
             if kind == "attention" and not include_attention:
                 continue
             share = self.tally.share(kind)
@@ -500,8 +520,8 @@ class MeasuredKernels:
                          f"{self.raised_note(kind, plural=True)})")
             if kind == "moe" and share > 0.0 and self.moe_sources():
                 part += f" [{self.moe_sources()}]"  # its own table and version
-            if kind == "attention" and share > 0.0 and self.tally.sources.get("attention"):
-                part += f" [{'; '.join(sorted(self.tally.sources['attention']))}]"  # MLA
+            if kind in ("attention", "msa") and share > 0.0 and self.tally.sources.get(kind):
+                part += f" [{'; '.join(sorted(self.tally.sources[kind]))}]"  # MLA, MSA
             parts.append(part)
         rest = "; roofline for the rest" if parts else ""
         return f"{head}: {', '.join(parts) or 'no kernel evaluated'}{rest}"

@@ -104,6 +104,10 @@ class ModelSpec(BaseModel):
     q_lora_rank: int = Field(default=MLA_Q_LORA_RANK, ge=0, le=MAX_HIDDEN)
     qk_nope_dim: int = Field(default=MLA_QK_NOPE_DIM, ge=0, le=MAX_HEAD_DIM)
     v_head_dim: int = Field(default=MLA_V_HEAD_DIM, ge=0, le=MAX_HEAD_DIM)
+    # MiniMax Sparse Attention: the attention block (projections, block indexer, attention over
+    # the selected blocks) priced from the package's measured MSA module tables where the
+    # engine and GPU have them, else as dense attention (explorer/kernel_tables/msa.py).
+    sparse_attention: Literal["msa"] | None = None
     sliding_window: int = Field(default=0, ge=0, le=MAX_WINDOW, description="tokens; 0 = none")
     sliding_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
     attention_layers: int | None = Field(default=None, ge=0, le=MAX_LAYERS,

@@ -114,6 +114,9 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         st.warning(f"AL at D={sc.draft_len} is **model-extended**: no published or measured point "
                    f"backs it; an acceptance model anchored on the points gives it — "
                    f"{md_text(ev.acceptance_source)}", icon=":material/timeline:")
+    for flag in ev.table_flags:  # a measured table far off its siblings (analysis/table_sanity)
+        st.warning(f"**Suspicious kernel table:** {md_text(flag.message)}",
+                   icon=":material/rule:")
 
     best = rec.best
     if best is not None:

@@ -106,7 +106,8 @@ def render() -> None:
     st.dataframe(pd.DataFrame([{
         "engine": e.engine, "parameter": k,
         "value": e.value_text(k),
-        "assumption": "yes" if k in e.assumptions else "no", "source": e.sources.get(k, ""),
+        "assumption": "fitted" if k in e.fitted else "yes" if k in e.assumptions else "no",
+        "source": e.sources.get(k, "") + (f" — {e.fitted[k]}" if k in e.fitted else ""),
     } for e in engine_profiles().values() for k in e.sources]), hide_index=True)
 
 

@@ -45,3 +45,12 @@ def test_presets_page_shows_roofline_errors_and_model_vs_measured():
     at.selectbox(key="roof_dtype").set_value("fp4").run()
     assert not at.exception
     assert any("b200" in c.value and "measured points" in c.value for c in at.caption)
+
+
+def test_a_measured_table_far_off_its_siblings_is_flagged_on_the_explorer():
+    """Issue #21: vLLM's FP8 MoE table makes Qwen3-235B-A22B FP8 on 8×H200 3× slower than any
+    other engine or dtype; the page says so and names the sibling to switch to."""
+    at = run_app(hw="h200", m="qwen3-235b-a22b", tp="8", b="64", dt="fp8", v="1")
+    text = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "Suspicious kernel table" in text and "routed-expert (MoE)" in text
+    assert "engine=" in text or "dtype=bf16" in text

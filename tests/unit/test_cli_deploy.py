@@ -40,7 +40,10 @@ def test_deploy_json_matches_the_api() -> None:
     # the export carries the batch schedule (vLLM's per-batch-size ranges)
     vllm = data["export"]["vllm"]["speculative_config"]
     assert vllm["num_speculative_tokens"] == max(data["schedule"]["batch_draft_len"])
-    assert vllm["num_speculative_tokens_per_batch_size"][0][0] == 1
+    if len(set(data["schedule"]["batch_draft_len"])) > 1:
+        assert vllm["num_speculative_tokens_per_batch_size"][0][0] == 1
+    else:  # one D at every batch (the default profile since issue #21's step fit): no ranges
+        assert "num_speculative_tokens_per_batch_size" not in vllm
 
 
 def test_deploy_profile_file(tmp_path: Path) -> None:
@@ -56,6 +59,9 @@ def test_deploy_profile_file(tmp_path: Path) -> None:
     assert data["schedule"]["batch"] == [1, 512]
     d = data["schedule"]["batch_draft_len"]
     assert d[0] > d[1]  # more drafts at B=1 than at B=512
+    # the export carries the batch schedule (vLLM's per-batch-size ranges)
+    ranges = data["export"]["vllm"]["speculative_config"]["num_speculative_tokens_per_batch_size"]
+    assert ranges[0][0] == 1
 
 
 @pytest.mark.parametrize(("profile", "named"), [

@@ -1,0 +1,147 @@
+"""Published speed-up rows (../shared/reference/speedups.csv) as scenarios: the GPU, model,
+engine, mechanism, D (a DFlash block, a tree's depth and width), batch and AL each row prints,
+read into the presets — or the reason a row does not map. The step-cost fit
+(explorer/calibration/step_costs.py) and `make validate` read the rows through here."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from explorer.presets import hardware_presets, mechanism_presets, model_presets
+from explorer.specs.scenario import Acceptance, Scenario
+
+# Assumption: published end-to-end runs without a stated context are short chat prompts.
+ASSUMED_CONTEXT = 1024
+
+
+# GPU names as the reference writes them → hardware preset; longest prefix first.
+GPU_NAMES = (("GB200", "gb200"), ("H100", "h100"), ("H200", "h200"), ("A100", "a100"),
+             ("B200", "b200"), ("B300", "b300"), ("L40S", "l40s"), ("MI300X", "mi300x"))
+# Reference model names that are another spelling of a preset (the architecture the row ran);
+# any other name maps only when it is a preset's slug.
+MODEL_ALIASES = {
+    "llama-3.3-70b": "llama-3.1-70b",  # same architecture (data/al_curves.csv maps it so)
+    "deepseek-r1": "deepseek-v3",
+    "llama-4-scout-17b-16e": "llama-4-scout",
+    "llama-4-maverick-17b-128e": "llama-4-maverick",
+    # the same shapes in reference/models.csv (64 layers, 5120 hidden, 24/4 heads of 256, FFN
+    # 17408, vocab 248320; 48 Gated DeltaNet + 16 full-attention layers)
+    "qwen3.6-27b": "qwen3.5-27b",
+}
+ENGINE_NAMES = (("sglang", "sglang"), ("tensorrt", "trtllm"), ("trt-llm", "trtllm"),
+                ("vllm", "vllm"))
+_INT = re.compile(r"^\s*(\d+)\s*$")
+_LEAD_NUMBER = re.compile(r"^\s*~?(\d+(?:\.\d+)?)x?(?:\s*(?:\(|/|$))")
+
+
+def normalise_gpu(text: str) -> tuple[str | None, int, str]:
+    """'H100-80GB (SGLang)' → ('h100', 1, ''); 'A100-80GB x2 (TP2)' → ('a100', 2, ''); the reason
+    when it does not map."""
+    t = text.strip().upper().replace("NVIDIA ", "")
+    if not t or t.startswith("(NOT STATED"):
+        return None, 1, "GPU not stated"
+    if "NODE" in t:
+        return None, 1, "multi-node deployment"
+    hw = next((slug for name, slug in GPU_NAMES if t.startswith(name)), None)
+    if hw is None:
+        return None, 1, "GPU not a preset"
+    tp = re.search(r"TP\s*(\d+)", t) or re.search(r"\bX\s*(\d+)", t)
+    return hw, int(tp.group(1)) if tp else 1, ""
+
+
+def normalise_model(text: str) -> str | None:
+    """'LLaMA-3.1-8B-Instruct', 'Llama-3.1-8B(-Instruct)' → 'llama-3.1-8b'; None if no preset."""
+    t = text.strip().split(" ")[0].lower().split("/")[-1]
+    t = re.sub(r"\(-?instruct\)|-instruct$|-instruct\b", "", t)
+    t = MODEL_ALIASES.get(t, t)
+    return t if t in model_presets() else None
+
+
+def normalise_engine(text: str) -> str | None:
+    t = text.lower()
+    return next((slug for name, slug in ENGINE_NAMES if name in t), None)
+
+
+_BLOCK = re.compile(r"^\s*block(?: size)?\s+(\d+)")
+_TREE = re.compile(r"tree depth (\d+).*?(\d+) draft tokens")
+
+
+def _draft_len_and_width(row: pd.Series, slug: str) -> tuple[int | None, int | None]:
+    """(D, tree width W) of a row: D as printed; a DFlash 'block N' verifies N tokens (D = N − 1);
+    a tree 'depth d … k draft tokens' drafts d deep and verifies the k tokens and the root."""
+    tree = _TREE.search(str(row.get("drafter", "")))
+    if tree:
+        return int(tree.group(1)), int(tree.group(2)) + 1
+    d_m = _INT.match(str(row.D))
+    if d_m:
+        return int(d_m.group(1)), None
+    block = _BLOCK.match(str(row.D))
+    if block and mechanism_presets()[slug].draft_style == "block":
+        return int(block.group(1)) - 1, None
+    return None, None
+
+
+def series_key(row: pd.Series) -> tuple[str, ...]:
+    """One published series: the same source, model, drafter, dataset and D over batches."""
+    return tuple(str(row[c]) for c in ("source", "model_target", "drafter", "mechanism",
+                                       "dataset", "D"))
+
+
+def carried_al(df: pd.DataFrame) -> dict[tuple[str, ...], float]:
+    """A series' AL from its B = 1 row, for its rows at other batches that print none (AL is a
+    property of the drafter and the text, not of the batch)."""
+    out: dict[tuple[str, ...], float] = {}
+    for _, row in df.iterrows():
+        al_m = _LEAD_NUMBER.match(str(row.AL))
+        b = str(row.batch).replace("concurrency", "").strip()
+        if al_m and b == "1":
+            out[series_key(row)] = float(al_m.group(1))
+    return out
+
+
+def map_row(row: pd.Series, carried: dict[tuple[str, ...], float] | None = None
+            ) -> tuple[Scenario | None, str]:
+    """A reference speedup row as a scenario with its own AL (or its series' B = 1 AL), or the
+    reason it does not map."""
+    hw, tp, why = normalise_gpu(str(row.gpu))
+    if hw is None:
+        return None, why
+    if hw not in hardware_presets():
+        return None, "GPU not a preset"
+    model = normalise_model(str(row.model_target))
+    if model is None:
+        return None, "model not a preset"
+    mech = str(row.mechanism).lower()
+    if " vs " in mech:
+        return None, "comparison of two mechanisms"
+    slug = ("eagle3" if mech.startswith(("eagle3", "eagle_chain", "eagle_tree")) else
+            "mtp" if mech.startswith("mtp") else "dflash" if mech.startswith("dflash") else
+            "dspark" if mech.startswith("dspark") else "ngram" if "ngram" in mech else None)
+    if slug is None or "EAGLE-1" in str(row.get("drafter", "")):
+        # EAGLE-1's head (no fused FC, the target's lm_head) is priced by no preset
+        return None, "mechanism not a preset"
+    d, width = _draft_len_and_width(row, slug)
+    if "tree" in mech and width is None:
+        return None, "tree verification without its width"
+    b_m = _INT.match(str(row.batch).replace("concurrency", ""))
+    al_m, sp_m = _LEAD_NUMBER.match(str(row.AL)), _LEAD_NUMBER.match(str(row.speedup))
+    al = float(al_m.group(1)) if al_m else (carried or {}).get(series_key(row))
+    if d is None or not (b_m and al is not None and sp_m):
+        return None, "D, batch, AL or speedup not a single number"
+    engine = normalise_engine(str(row.engine)) or "vllm"
+    dtype = "fp8" if "fp8" in str(row.model_target).lower() else "bf16"  # 'Llama-4-Scout (FP8)'
+    try:
+        sc = Scenario(hardware=hw, model=model, tp=tp, mechanism=slug, batch=int(b_m.group(1)),
+                      draft_len=d, context=ASSUMED_CONTEXT, dtype=dtype, verify_width=width,
+                      engine=engine,
+                      acceptance=Acceptance(kind="fixed", fixed_al=al))
+    except (ValueError, TypeError) as err:
+        return None, f"not a valid scenario ({type(err).__name__})"
+    return sc, ""
+
+
+def published_speedup(row: pd.Series) -> float:
+    m = _LEAD_NUMBER.match(str(row.speedup))
+    return float(m.group(1)) if m else float("nan")
