@@ -8,5 +8,5 @@ from typing import Literal, get_args
 ServingEngine = Literal["vllm", "sglang", "trtllm"]
 SERVING_ENGINES: tuple[ServingEngine, ...] = get_args(ServingEngine)
 DEFAULT_ENGINE: ServingEngine = "vllm"
-# How messages name them.
-ENGINE_NAMES: dict[str, str] = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+# Each engine's name as people write it ("TensorRT-LLM") is in its declaration
+# (explorer/specs/engine.py: EngineKind.name, engine_name).

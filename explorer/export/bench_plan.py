@@ -10,27 +10,16 @@ and TPOT the model expects, with an 80 % interval. `bench_script(plan)` is the s
 script. Every flag was read in the engine's source at the commit named beside it (and in the
 plan's `engine_version`); nothing here runs an engine.
 
-The forced-acceptance switches (each read in the engine's code):
-- vLLM: SpeculativeConfig `rejection_sample_method: "synthetic"` with
-  `synthetic_acceptance_length` = AL (bonus token included, in [1, D+1]; resolved to the
-  minimum-variance per-position schedule) — vllm/config/speculative.py @002e77c1.
-- SGLang: `SGLANG_SIMULATE_ACC_LEN` = AL (EnvFloat, default −1 = off) with
-  `SGLANG_SIMULATE_ACC_METHOD=match-expected` — python/sglang/srt/environ.py @21ff4b08; AL counts
-  the guaranteed token as vLLM's does (InferenceX golden_al_distribution/README.md @843c6254).
-- TensorRT-LLM: `TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS` = AL − 1: it counts accepted *draft*
-  tokens only (the bonus token excluded); fractional values accept one more draft token with the
-  fractional probability — tensorrt_llm/_torch/speculative/interface.py
-  (FORCE_NUM_ACCEPTED_TOKENS_ENV_VAR) @2cbdaa0f, as InferenceX's README @843c6254 documents it.
+What differs between engines (the launch command and its forced-acceptance switch with the
+source it was read in, the benchmark client, the result format, the checked versions) is each
+engine's declaration (explorer/specs/engine.py, EngineKind.bench); this module lays the runs out.
 
 Core module: numpy and pydantic only.
 """
 
 from __future__ import annotations
 
-import json
-import shlex
 from functools import cache
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -46,15 +35,11 @@ from explorer.analysis.timing_error import (
     timing_error,
 )
 from explorer.base.engines import ServingEngine
-from explorer.export.engine_configs import (
-    SGLANG_ALGORITHM,
-    SGLANG_DRAFT_LEN_FLAGS,
-    TRTLLM_DECODING_TYPE,
-    VLLM_METHOD,
-)
+from explorer.base.mechanisms import mechanism_kind
 from explorer.model.grid import scenario_model
 from explorer.model.resolve import resolve
 from explorer.presets import draft_heads
+from explorer.specs.engine import ENGINE_KINDS, BenchClientRun, BenchServerRun
 from explorer.specs.scenario import Scenario
 
 FloatArray = npt.NDArray[np.float64]
@@ -70,58 +55,6 @@ MAX_OUTPUT_LEN = 256
 # its time at full concurrency rather than ramping up or draining.
 ROUNDS = 8
 MIN_PROMPTS = 32
-
-# The engine versions the flags were checked against (source files at a commit).
-ENGINE_VERSIONS: dict[str, dict[str, str]] = {
-    "vllm": {
-        "engine": "vLLM main @002e77c1f0ef9b19cff8b9e21cfbd6feb3d6b443 (SpeculativeConfig); "
-                  "vllm bench serve @009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1",
-        "server_flags": "vllm/config/speculative.py @002e77c1: method, model, "
-                        "num_speculative_tokens, rejection_sample_method ('standard' | "
-                        "'synthetic' | 'block'), synthetic_acceptance_length (in [1, D+1], "
-                        "exclusive with synthetic_acceptance_rates); `vllm serve "
-                        "--speculative-config` takes the same keys as JSON",
-        "client_flags": "vllm/benchmarks/serve.py @009e6d4a: --save-result, --result-filename, "
-                        "--max-concurrency, --dataset-name random, --random-input-len / "
-                        "--random-output-len, --ignore-eos, --metadata KEY=VALUE (saved as "
-                        "top-level keys); the saved JSON holds max_concurrency, "
-                        "output_throughput, mean_tpot_ms and spec_decode_acceptance_length",
-    },
-    "sglang": {
-        "engine": "SGLang main: python/sglang/srt/environ.py @21ff4b08a19649d55c59ed4bd8383ab9a1"
-                  "9e6430 (SGLANG_SIMULATE_ACC_LEN); server_args.py @001067fffe33427bee0ed2f007"
-                  "fb7551a1d76b44; bench_serving.py @0033168f0f58b2bc05aa0273bd475d9c01bafb1c",
-        "server_flags": "environ.py @21ff4b08: SGLANG_SIMULATE_ACC_LEN = EnvFloat(-1), "
-                        "SGLANG_SIMULATE_ACC_METHOD = EnvStr('match-expected'); "
-                        "server_args.py @001067f: --speculative-algorithm, "
-                        "--speculative-draft-model-path, --speculative-num-steps, "
-                        "--speculative-eagle-topk, --speculative-num-draft-tokens",
-        "client_flags": "python/sglang/bench_serving.py @0033168f: --dataset-name random, "
-                        "--random-input-len, --random-output-len, --random-range-ratio, "
-                        "--num-prompts, --max-concurrency, --output-file (one JSON line per "
-                        "run, appended: max_concurrency, output_throughput, mean_tpot_ms, "
-                        "accept_length)",
-    },
-    "trtllm": {
-        "engine": "TensorRT-LLM main: tensorrt_llm/_torch/speculative/interface.py "
-                  "@2cbdaa0ffa36fbef7960a0ad9f0458373025fa9f (forced accepted tokens); "
-                  "tensorrt_llm/bench/dataclasses/reporting.py @0249976575050d2c624a5f285683c6"
-                  "6de311a3b7 (trtllm-bench report); AIPerf (ai-dynamo/aiperf) "
-                  "@13992dbd96879c76e9584f2e8dc05db49bee6cf2",
-        "server_flags": "interface.py: FORCE_NUM_ACCEPTED_TOKENS_ENV_VAR = "
-                        "'TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS' (accepted draft tokens: "
-                        "AL − 1, fractional allowed); trtllm-serve --config YAML with "
-                        "speculative_config.decoding_type / max_draft_len / speculative_model "
-                        "(docs/source/features/speculative-decoding.md @04c8822c)",
-        "client_flags": "AIPerf `aiperf profile`: --endpoint-type chat, --streaming, "
-                        "--concurrency, --request-count, --synthetic-input-tokens-mean / "
-                        "-stddev, --output-tokens-mean / -stddev, --extra-inputs "
-                        "ignore_eos:true, --artifact-dir (writes profile_export_aiperf.json: "
-                        "output_token_throughput.avg, inter_token_latency.avg in ms); or "
-                        "trtllm-bench throughput --report_json (performance, "
-                        "streaming_metrics.avg_tpot_ms, decoding_stats)",
-    },
-}
 
 PLAN_KEYS = ("engine", "batch", "draft_len", "forced_acceptance_length", "server_command",
              "client_command", "expected_output_tokens_per_s", "expected_tpot_s",
@@ -245,109 +178,6 @@ def _needs_weights(scenario: Scenario, slug: str) -> bool:
     return resolve(candidate(scenario, slug)).mechanism.needs_draft_weights
 
 
-def _kv_flag(engine: str, kv_dtype: str) -> list[str]:
-    if kv_dtype != "fp8":
-        return []
-    # vLLM --kv-cache-dtype fp8; SGLang --kv-cache-dtype fp8_e4m3 (server_args.py @001067f).
-    return {"vllm": ["--kv-cache-dtype", "fp8"],
-            "sglang": ["--kv-cache-dtype", "fp8_e4m3"]}.get(engine, [])
-
-
-def _join(args: list[str]) -> str:
-    # "$MODEL" / "$DRAFT_MODEL" stay shell variables: the script sets them.
-    return " ".join(a if a.startswith('"$') else shlex.quote(a) for a in args)
-
-
-def _vllm_server(sc: Scenario, slug: str, b: int, d: int, al: float | None, draft: str,
-                 max_len: int) -> str:
-    args = ["vllm", "serve", '"$MODEL"', "--tensor-parallel-size", str(sc.tp),
-            "--max-num-seqs", str(b), "--max-model-len", str(max_len),
-            *_kv_flag("vllm", sc.kv_dtype)]
-    if d > 0:
-        cfg: dict[str, Any] = {"method": VLLM_METHOD[slug]}
-        if _needs_weights(sc, slug):
-            cfg["model"] = draft.strip('"')
-        cfg |= {"num_speculative_tokens": d, "rejection_sample_method": "synthetic",
-                "synthetic_acceptance_length": al}
-        spec = json.dumps(cfg, separators=(",", ":"))
-        # A shell variable inside the single-quoted JSON: close the quotes around it.
-        spec = spec.replace("$DRAFT_MODEL", "'\"$DRAFT_MODEL\"'")
-        args += ["--speculative-config", "'" + spec + "'"]
-        return " ".join(a if a.startswith(("'", '"$')) else shlex.quote(a) for a in args)
-    return _join(args)
-
-
-def _sglang_server(sc: Scenario, slug: str, b: int, d: int, al: float | None, draft: str,
-                   max_len: int) -> str:
-    env: list[str] = []
-    args = ["python", "-m", "sglang.launch_server", "--model-path", '"$MODEL"',
-            "--tp-size", str(sc.tp), "--max-running-requests", str(b),
-            "--context-length", str(max_len), *_kv_flag("sglang", sc.kv_dtype)]
-    if d > 0:
-        env = [f"SGLANG_SIMULATE_ACC_LEN={al:.4g}", "SGLANG_SIMULATE_ACC_METHOD=match-expected"]
-        args += ["--speculative-algorithm", SGLANG_ALGORITHM[slug]]
-        if _needs_weights(sc, slug):
-            args += ["--speculative-draft-model-path", draft]
-        args += SGLANG_DRAFT_LEN_FLAGS[slug](d)
-    return " ".join([*env, _join(args)])
-
-
-def _trtllm_server(sc: Scenario, slug: str, b: int, d: int, al: float | None, draft: str,
-                   max_len: int) -> str:
-    config = f"{result_name('trtllm', b, d, al)}.yml"
-    lines = ["cuda_graph_config:", "  enable_padding: true", f"  max_batch_size: {b}"]
-    if sc.kv_dtype == "fp8":
-        lines += ["kv_cache_config:", "  dtype: fp8"]
-    env = ""
-    if d > 0:
-        lines += ["speculative_config:", f"  decoding_type: {TRTLLM_DECODING_TYPE[slug]}",
-                  f"  max_draft_len: {d}"]
-        if _needs_weights(sc, slug):
-            lines.append(f"  speculative_model: {draft}")
-        assert al is not None
-        env = f"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS={al - 1.0:.4g} "
-    # The YAML is written by printf (one line of shell); $DRAFT_MODEL expands inside "…".
-    printf = "printf '%s\\n' " + " ".join(
-        f'"{line}"' if "$DRAFT_MODEL" in line else shlex.quote(line) for line in lines)
-    serve = _join(["trtllm-serve", '"$MODEL"', "--backend", "pytorch", "--tp_size", str(sc.tp),
-                   "--max_batch_size", str(b), "--max_seq_len", str(max_len),
-                   "--config", config])
-    return f"{printf} > {config} && {env}{serve}"
-
-
-def _client(engine: str, b: int, d: int, al: float | None, isl: int, osl: int,
-            prompts: int) -> str:
-    name = result_name(engine, b, d, al)
-    if engine == "vllm":
-        meta = [f"batch={b}", f"draft_len={d}"]
-        if al is not None and d > 0:
-            meta.append(f"forced_acceptance_length={al:.4g}")
-        return _join(["vllm", "bench", "serve", "--backend", "vllm", "--model", '"$MODEL"',
-                      "--dataset-name", "random", "--random-input-len", str(isl),
-                      "--random-output-len", str(osl), "--num-prompts", str(prompts),
-                      "--max-concurrency", str(b), "--ignore-eos", "--temperature", "0",
-                      "--save-result", "--result-filename", f"{name}.json",
-                      "--metadata", *meta])
-    if engine == "sglang":
-        return _join(["python", "-m", "sglang.bench_serving", "--backend", "sglang",
-                      "--dataset-name", "random", "--random-input-len", str(isl),
-                      "--random-output-len", str(osl), "--random-range-ratio", "1",
-                      "--num-prompts", str(prompts), "--max-concurrency", str(b),
-                      "--output-file", f"{name}.jsonl"])
-    aiperf = _join(["aiperf", "profile", "--model", '"$MODEL"', "--url", "localhost:8000",
-                    "--endpoint-type", "chat", "--streaming", "--concurrency", str(b),
-                    "--request-count", str(prompts), "--synthetic-input-tokens-mean", str(isl),
-                    "--synthetic-input-tokens-stddev", "0", "--output-tokens-mean", str(osl),
-                    "--output-tokens-stddev", "0", "--extra-inputs", "ignore_eos:true",
-                    "--artifact-dir", name])
-    # The run's B, D and AL travel in the file name: copy the summary out of its folder.
-    return f"{aiperf} && cp {name}/profile_export_aiperf.json {name}.json"
-
-
-SERVERS = {"vllm": _vllm_server, "sglang": _sglang_server, "trtllm": _trtllm_server}
-SUPPORTED = {"vllm": VLLM_METHOD, "sglang": SGLANG_ALGORITHM, "trtllm": TRTLLM_DECODING_TYPE}
-
-
 def _choice(scenario: Scenario, mechanism: str | None) -> tuple[str, int, float, list[str]]:
     """(mechanism, D, AL at D) to test: the recommendation at the scenario's B (among all
     mechanisms, or `mechanism`'s best D) where it runs on this engine, else the scenario's own
@@ -355,13 +185,15 @@ def _choice(scenario: Scenario, mechanism: str | None) -> tuple[str, int, float,
     notes: list[str] = []
     rec = recommend(scenario, [mechanism] if mechanism else None)
     engine = scenario.engine
+    kind = ENGINE_KINDS[engine]
     best = rec.best
     if mechanism and best is None and rec.best_if_trained is not None:
         # the mechanism asked for runs only with a head still to be trained: plan its best D
         best = rec.best_if_trained
         notes.append(f"{best.mechanism_name} needs a head trained for D = {best.draft_len}: "
                      "the runs measure the step costs such a head would have.")
-    if best is not None and best.mechanism in SUPPORTED[engine] and best.draft_len > 0:
+    if (best is not None and kind.supports(mechanism_kind(best.mechanism))
+            and best.draft_len > 0):
         if best.speedup <= 1.0:
             notes.append(f"At B = {scenario.batch} the recommendation ({best.mechanism_name} "
                          f"D = {best.draft_len}, {best.speedup:.2f}×) does not pay: the runs "
@@ -370,7 +202,7 @@ def _choice(scenario: Scenario, mechanism: str | None) -> tuple[str, int, float,
     slug, d = mechanism or scenario.mechanism, max(1, scenario.draft_len)
     if slug in rec.unavailable:
         raise ValueError(f"'{slug}' is unavailable for {scenario.model}: {rec.unavailable[slug]}")
-    if slug not in SUPPORTED[engine]:
+    if not kind.supports(mechanism_kind(slug)):
         raise ValueError(f"mechanism '{slug}' has no speculative method in {engine}")
     sc = candidate(scenario, slug).model_copy(update={"draft_len": d})
     al = float(np.ravel(scenario_model(sc).acceptance(float(d)).acceptance_length)[0])
@@ -387,10 +219,14 @@ def bench_plan(scenario: Scenario, mechanism: str | None = None) -> BenchPlan:
     """The benchmark runs that check the prediction on the scenario's engine: for the
     recommended mechanism, or for `mechanism` at its best D."""
     engine = scenario.engine
+    bench = ENGINE_KINDS[engine].bench
     slug, d, al_raw, notes = _choice(scenario, mechanism)
     al = round(min(max(al_raw, 1.0), 1.0 + d), 2)  # the engines take AL in [1, D+1]
     sc = candidate(scenario, slug)
     mech = resolve(sc).mechanism
+    kind = mechanism_kind(slug)
+    assert kind is not None  # _choice returns a mechanism the engine supports
+    needs_weights = _needs_weights(sc, slug)
     ckpt = _checkpoint(scenario, slug)
     draft = ckpt or '"$DRAFT_MODEL"'
     isl, osl = io_lengths(scenario.context)
@@ -404,10 +240,16 @@ def bench_plan(scenario: Scenario, mechanism: str | None = None) -> BenchPlan:
     for i, (b_f, d_f) in enumerate(zip(bs, ds, strict=True)):
         b, dd = int(b_f), int(d_f)
         forced = al if dd > 0 else None
+        stem = result_name(engine, b, dd, forced)
+        server = BenchServerRun(
+            mechanism=kind, tp=sc.tp, kv_dtype=sc.kv_dtype, batch=b, draft_len=dd,
+            forced_acceptance_length=forced, draft=draft,
+            needs_draft_weights=needs_weights, max_len=max_len, stem=stem)
+        client = BenchClientRun(batch=b, draft_len=dd, forced_acceptance_length=forced,
+                                input_len=isl, output_len=osl, prompts=prompts[b], stem=stem)
         runs.append(BenchRun(
             engine=engine, batch=b, draft_len=dd, forced_acceptance_length=forced,
-            server_command=SERVERS[engine](sc, slug, b, dd, forced, draft, max_len),
-            client_command=_client(engine, b, dd, forced, isl, osl, prompts[b]),
+            server_command=bench.server(server), client_command=bench.client(client),
             expected_output_tokens_per_s=float(pred.output_tokens_per_s[i]),
             expected_tpot_s=float(pred.tpot_s[i]),
             expected_low=float(pred.low[i]), expected_high=float(pred.high[i])))
@@ -429,7 +271,7 @@ def bench_plan(scenario: Scenario, mechanism: str | None = None) -> BenchPlan:
         engine=engine, model=scenario.model, hardware=scenario.hardware, tp=scenario.tp,
         context=scenario.context, mechanism=slug, mechanism_name=mech.name, draft_len=d,
         draft_checkpoint=ckpt, input_len=isl, output_len=osl, num_prompts_per_batch=prompts,
-        engine_version=ENGINE_VERSIONS[engine],
+        engine_version=dict(bench.versions),
         interval=(f"80 % interval of output tokens/s: exp(±{Z80:.3f}·σ), σ = the model's plain "
                   f"step log error against the measured step reference "
                   f"({plain_step_log_rms():.3f}) and, for D > 0, the verify-cost ratio's "
@@ -453,7 +295,7 @@ def bench_script(plan: BenchPlan) -> str:
         lines.append(f'DRAFT_MODEL="${{DRAFT_MODEL:?set DRAFT_MODEL to the {plan.mechanism_name} '
                      'drafter\'s path or id}"')
     lines += [
-        "PORT=\"${PORT:-" + ("30000" if plan.engine == "sglang" else "8000") + "}\"",
+        f"PORT=\"${{PORT:-{ENGINE_KINDS[plan.engine].bench.port}}}\"",
         "wait_ready() {",
         "  for _ in $(seq 1 900); do",
         "    curl -sf \"http://localhost:$PORT/v1/models\" >/dev/null && return 0",

@@ -27,6 +27,7 @@ from explorer.analysis.recommend import RankedOption, recommend
 from explorer.base.mechanisms import MECHANISM_KINDS, mechanism_kind
 from explorer.model.resolve import Resolved, resolve, target_model
 from explorer.presets import draft_heads, mechanism_presets
+from explorer.specs.engine import SGLANG, TRTLLM
 from explorer.specs.scenario import Scenario
 
 # The schedule spans the Explorer page's batch axis (1 … 4096), at every integer B.
@@ -237,7 +238,7 @@ def sglang_config(slug: str, draft_len: int, switch_off: int | None, scenario: S
             f"'{slug}' is not supported by SGLang (no speculative algorithm)."])
     algorithm = names.algorithm
     r = _resolved(scenario, slug)
-    problem = r.hardware.engine_problem("sglang")  # data/hardware.csv `engines`
+    problem = r.hardware.engine_problem(SGLANG.slug)  # data/hardware.csv `engines`
     if problem is not None:
         return SglangConfig(flags=[], cli="", notes=[
             f"{scenario.hardware} is not supported by SGLang: {problem}."])
@@ -277,7 +278,7 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
             f"'{slug}' is not supported by TensorRT-LLM (no decoding_type)."])
     decoding_type = names.decoding_type
     r = _resolved(scenario, slug)
-    problem = r.hardware.engine_problem("trtllm")  # data/hardware.csv `engines`
+    problem = r.hardware.engine_problem(TRTLLM.slug)  # data/hardware.csv `engines`
     if problem is not None:
         return TensorRTLLMConfig(config=None, yaml="", notes=[
             f"{scenario.hardware} is not supported by TensorRT-LLM: {problem}."])

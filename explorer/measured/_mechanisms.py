@@ -35,6 +35,21 @@ def normalize_mechanism(raw: str) -> tuple[Mechanism | None, DraftStyle | None, 
     return mech, infer_draft_style(mech, s), True
 
 
+def mechanism_in_file_name(name: str) -> Mechanism | None:
+    """The mechanism a file's name names, by its declaration's slug and aliases: the last word
+    (or pair of words) that is one, as files are named <model>_<mechanism>[_<variant>].<ext>
+    (InferenceX's golden_al_distribution/kimik2.5_eagle3.yaml, dsv4_dspark_probabilistic.yaml).
+    Read from the end, so a model name that happens to hold an alias does not win."""
+    words = [w for w in re.split(r"[^0-9a-z]+", name.lower()) if w]
+    for i in range(len(words) - 1, -1, -1):
+        for n in (2, 1):
+            if i + n <= len(words):
+                mech: Mechanism | None = mechanism_of_alias("_".join(words[i:i + n]))
+                if mech is not None:
+                    return mech
+    return None
+
+
 def infer_draft_style(mech: Mechanism | None, text: str = "") -> DraftStyle | None:
     t = text.lower()
     if "tree" in t:

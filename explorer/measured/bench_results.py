@@ -33,6 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from explorer.base.engines import SERVING_ENGINES
 from explorer.base.limits import (
     AL_BOUND_TOLERANCE,
     MAX_FILE_BYTES,
@@ -44,6 +45,7 @@ from explorer.measured._bounds import check_json_shape, check_line_count
 from explorer.measured._entry import _not_regular, decode
 from explorer.measured._json import json_int, json_number, load_json
 from explorer.measured._problems import Collector
+from explorer.specs.engine import ENGINE_KINDS
 from explorer.specs.measured import Problem
 
 BenchFormat = Literal["vllm_bench_serve", "sglang_bench_serving", "trtllm_bench_report",
@@ -53,9 +55,11 @@ BENCH_FORMATS: tuple[BenchFormat, ...] = ("vllm_bench_serve", "sglang_bench_serv
 UNKNOWN = "unknown"
 # The stem the plan gives each result (explorer/export/bench_plan.py result_name).
 NAME_PATTERN = re.compile(
-    r"bench_(?P<engine>vllm|sglang|trtllm)_b(?P<batch>\d+)_d(?P<d>\d+)(?:_al(?P<al>\d+(?:\.\d+)?))?")
-ENGINE_OF_FORMAT = {"vllm_bench_serve": "vllm", "sglang_bench_serving": "sglang",
-                    "trtllm_bench_report": "trtllm"}
+    rf"bench_(?P<engine>{'|'.join(map(re.escape, SERVING_ENGINES))})_b(?P<batch>\d+)"
+    r"_d(?P<d>\d+)(?:_al(?P<al>\d+(?:\.\d+)?))?")
+# The engine whose benchmark client writes each format (its declaration says which): a file
+# whose name does not say the engine ran on that one. AIPerf's is any engine's.
+ENGINE_OF_FORMAT: dict[str, str] = {e.bench.result_format: e.slug for e in ENGINE_KINDS.values()}
 
 
 class BenchMeasurement(BaseModel):
@@ -237,7 +241,8 @@ def _vllm(name: str, obj: dict[str, object], col: Collector) -> list[BenchMeasur
         return []
     assert batch is not None and d is not None
     return [BenchMeasurement(
-        file=name, format="vllm_bench_serve", engine=ident.engine or "vllm", batch=batch,
+        file=name, format="vllm_bench_serve",
+        engine=ident.engine or ENGINE_OF_FORMAT["vllm_bench_serve"], batch=batch,
         draft_len=d, forced_acceptance_length=al if d > 0 else None,
         measured_acceptance_length=measured, output_tokens_per_s=tps, tpot_s=tpot_ms * 1e-3,
         context=_per_request_context(obj),
@@ -311,7 +316,8 @@ def _sglang(name: str, text: str, col: Collector) -> list[BenchMeasurement]:
             continue
         assert batch is not None and d is not None
         runs.append(BenchMeasurement(
-            file=name, format="sglang_bench_serving", line=i, engine=ident.engine or "sglang",
+            file=name, format="sglang_bench_serving", line=i,
+            engine=ident.engine or ENGINE_OF_FORMAT["sglang_bench_serving"],
             batch=batch, draft_len=d,
             forced_acceptance_length=ident.al if d > 0 else None,
             measured_acceptance_length=measured, output_tokens_per_s=tps,
@@ -349,7 +355,8 @@ def _trtllm(name: str, obj: dict[str, object], col: Collector) -> list[BenchMeas
         return []
     assert batch is not None and d is not None
     return [BenchMeasurement(
-        file=name, format="trtllm_bench_report", engine=ident.engine or "trtllm", batch=batch,
+        file=name, format="trtllm_bench_report",
+        engine=ident.engine or ENGINE_OF_FORMAT["trtllm_bench_report"], batch=batch,
         draft_len=d, forced_acceptance_length=ident.al if d > 0 else None,
         measured_acceptance_length=measured, output_tokens_per_s=tps, tpot_s=tpot_ms * 1e-3,
         context=_context(_get(obj, "request_info.avg_input_length"),

@@ -29,7 +29,7 @@ from explorer.base.quoting import quote
 from explorer.measured._bounds import check_json_shape, check_line_count
 from explorer.measured._entry import decode
 from explorer.measured._json import json_int, json_number, load_json
-from explorer.measured._mechanisms import infer_draft_style
+from explorer.measured._mechanisms import infer_draft_style, mechanism_in_file_name
 from explorer.measured._problems import Collector, finish
 from explorer.specs.measured import (
     AcceptanceCurve,
@@ -45,9 +45,6 @@ GOLDEN_FORMAT = "inferencex_golden_al"
 COST_CURVE_FORMAT = "vllm_adaptive_verification_profile"
 GOLDEN_SOURCE = ("InferenceX golden AL curve (SemiAnalysisAI/InferenceX golden_al_distribution, "
                  "README @843c6254: SPEED-Bench coding, vLLM on B300, AL = 1 + accepted/drafts)")
-# file-name hints → mechanism (InferenceX names its files <model>_<mechanism>[…].yaml)
-MECHANISM_HINTS: tuple[tuple[str, Mechanism], ...] = (
-    ("dspark", "dspark"), ("dflash", "dflash"), ("eagle", "eagle3"), ("mtp", "mtp"))
 
 
 def looks_like_golden(name: str, text: str) -> bool:
@@ -72,8 +69,8 @@ def parse_golden_al(name: str, text: str) -> ParseResult:
         col.error("expected a mapping model → thinking mode → D → AL (InferenceX "
                   "golden_al_distribution format)")
         return finish(GOLDEN_FORMAT, "", col)
-    lname = name.lower()
-    mech: Mechanism | None = next((m for hint, m in MECHANISM_HINTS if hint in lname), None)
+    # InferenceX names its files <model>_<mechanism>[…].yaml
+    mech: Mechanism | None = mechanism_in_file_name(name)
     style = infer_draft_style(mech)
     run = _comment(text, "Source GitHub Actions run")
     dataset = (_comment(text, "dataset") or "").split("|")[0].strip() or None

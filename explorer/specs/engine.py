@@ -13,14 +13,22 @@ verifies.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from explorer.base.engines import SERVING_ENGINES, ServingEngine
+from explorer.base.mechanisms import (
+    MechanismKind,
+    SglangAlgorithm,
+    TrtllmDecoding,
+    VllmMethod,
+)
 
 CaptureUnit = Literal["tokens", "requests"]
 NgramNoMatch = Literal["one", "full"]
@@ -178,6 +186,219 @@ _FP8_STATIC_RULE = "aiconfigurator's fp8_static rule, gemm.rs @90f7fc0fc"
 TableKey = tuple[str, str]  # (op, dtype in the aiconfigurator package's spelling)
 
 
+# --- each engine's benchmark commands (explorer/export/bench_plan.py lays the runs out) ----------
+
+
+@dataclass(frozen=True)
+class BenchServerRun:
+    """What an engine's server launch command needs for one benchmark run."""
+
+    mechanism: MechanismKind
+    tp: int
+    kv_dtype: str
+    batch: int
+    draft_len: int  # 0: plain decoding
+    forced_acceptance_length: float | None  # AL, bonus token included; None at D = 0
+    draft: str  # the drafter's checkpoint id, or "$DRAFT_MODEL" in double quotes
+    needs_draft_weights: bool
+    max_len: int  # input + output tokens of a request
+    stem: str  # the run's result-file stem (bench_plan.result_name)
+
+
+@dataclass(frozen=True)
+class BenchClientRun:
+    """What an engine's benchmark client command needs for one run."""
+
+    batch: int  # the client's concurrency
+    draft_len: int
+    forced_acceptance_length: float | None
+    input_len: int
+    output_len: int
+    prompts: int
+    stem: str  # the run's result-file stem: bench-compare reads B, D and AL back from it
+
+
+@dataclass(frozen=True)
+class EngineBench:
+    """How a benchmark plan runs on one engine: the engine's launch command with its forced-
+    acceptance switch, its serving-benchmark client, the result format that client writes
+    (explorer/measured/bench_results.py reads it) and the engine versions every flag was read in."""
+
+    server: Callable[[BenchServerRun], str]
+    client: Callable[[BenchClientRun], str]
+    result_format: str  # a BenchFormat of explorer/measured/bench_results.py
+    port: int  # where the server listens by default
+    versions: Mapping[str, str]  # engine, server_flags, client_flags: the sources at a commit
+
+
+def shell_join(args: list[str]) -> str:
+    """Arguments as one shell line; "$MODEL" / "$DRAFT_MODEL" stay variables (the script sets
+    them)."""
+    return " ".join(a if a.startswith('"$') else shlex.quote(a) for a in args)
+
+
+def _vllm_server(r: BenchServerRun) -> str:
+    """`vllm serve`. Forced acceptance: SpeculativeConfig `rejection_sample_method: "synthetic"`
+    with `synthetic_acceptance_length` = AL (bonus token included, in [1, D+1]; resolved to the
+    minimum-variance per-position schedule) — vllm/config/speculative.py @002e77c1."""
+    args = ["vllm", "serve", '"$MODEL"', "--tensor-parallel-size", str(r.tp),
+            "--max-num-seqs", str(r.batch), "--max-model-len", str(r.max_len)]
+    if r.kv_dtype == "fp8":
+        args += ["--kv-cache-dtype", "fp8"]
+    if r.draft_len > 0:
+        assert r.mechanism.vllm is not None
+        cfg: dict[str, Any] = {"method": r.mechanism.vllm.method}
+        if r.needs_draft_weights:
+            cfg["model"] = r.draft.strip('"')
+        cfg |= {"num_speculative_tokens": r.draft_len, "rejection_sample_method": "synthetic",
+                "synthetic_acceptance_length": r.forced_acceptance_length}
+        spec = json.dumps(cfg, separators=(",", ":"))
+        # A shell variable inside the single-quoted JSON: close the quotes around it.
+        spec = spec.replace("$DRAFT_MODEL", "'\"$DRAFT_MODEL\"'")
+        args += ["--speculative-config", "'" + spec + "'"]
+        return " ".join(a if a.startswith(("'", '"$')) else shlex.quote(a) for a in args)
+    return shell_join(args)
+
+
+def _vllm_client(r: BenchClientRun) -> str:
+    """`vllm bench serve --save-result`, B, D and AL saved as --metadata keys."""
+    meta = [f"batch={r.batch}", f"draft_len={r.draft_len}"]
+    if r.forced_acceptance_length is not None and r.draft_len > 0:
+        meta.append(f"forced_acceptance_length={r.forced_acceptance_length:.4g}")
+    return shell_join(["vllm", "bench", "serve", "--backend", "vllm", "--model", '"$MODEL"',
+                       "--dataset-name", "random", "--random-input-len", str(r.input_len),
+                       "--random-output-len", str(r.output_len), "--num-prompts", str(r.prompts),
+                       "--max-concurrency", str(r.batch), "--ignore-eos", "--temperature", "0",
+                       "--save-result", "--result-filename", f"{r.stem}.json",
+                       "--metadata", *meta])
+
+
+def _sglang_server(r: BenchServerRun) -> str:
+    """`sglang.launch_server`. Forced acceptance: `SGLANG_SIMULATE_ACC_LEN` = AL (EnvFloat,
+    default −1 = off) with `SGLANG_SIMULATE_ACC_METHOD=match-expected` —
+    python/sglang/srt/environ.py @21ff4b08; AL counts the guaranteed token as vLLM's does
+    (InferenceX golden_al_distribution/README.md @843c6254)."""
+    env: list[str] = []
+    args = ["python", "-m", "sglang.launch_server", "--model-path", '"$MODEL"',
+            "--tp-size", str(r.tp), "--max-running-requests", str(r.batch),
+            "--context-length", str(r.max_len)]
+    if r.kv_dtype == "fp8":
+        args += ["--kv-cache-dtype", "fp8_e4m3"]  # server_args.py @001067f
+    if r.draft_len > 0:
+        names = r.mechanism.sglang
+        assert names is not None and r.forced_acceptance_length is not None
+        env = [f"SGLANG_SIMULATE_ACC_LEN={r.forced_acceptance_length:.4g}",
+               "SGLANG_SIMULATE_ACC_METHOD=match-expected"]
+        args += ["--speculative-algorithm", names.algorithm]
+        if r.needs_draft_weights:
+            args += ["--speculative-draft-model-path", r.draft]
+        args += names.flags(r.draft_len)
+    return " ".join([*env, shell_join(args)])
+
+
+def _sglang_client(r: BenchClientRun) -> str:
+    """`sglang.bench_serving --output-file`: one JSON line per run, appended."""
+    return shell_join(["python", "-m", "sglang.bench_serving", "--backend", "sglang",
+                       "--dataset-name", "random", "--random-input-len", str(r.input_len),
+                       "--random-output-len", str(r.output_len), "--random-range-ratio", "1",
+                       "--num-prompts", str(r.prompts), "--max-concurrency", str(r.batch),
+                       "--output-file", f"{r.stem}.jsonl"])
+
+
+def _trtllm_server(r: BenchServerRun) -> str:
+    """`trtllm-serve --config` with the YAML written beside it. Forced acceptance:
+    `TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS` = AL − 1: it counts accepted *draft* tokens only
+    (the bonus token excluded); fractional values accept one more draft token with the fractional
+    probability — tensorrt_llm/_torch/speculative/interface.py (FORCE_NUM_ACCEPTED_TOKENS_ENV_VAR)
+    @2cbdaa0f, as InferenceX's README @843c6254 documents it."""
+    config = f"{r.stem}.yml"
+    lines = ["cuda_graph_config:", "  enable_padding: true", f"  max_batch_size: {r.batch}"]
+    if r.kv_dtype == "fp8":
+        lines += ["kv_cache_config:", "  dtype: fp8"]
+    env = ""
+    if r.draft_len > 0:
+        names = r.mechanism.trtllm
+        assert names is not None and r.forced_acceptance_length is not None
+        lines += ["speculative_config:", f"  decoding_type: {names.decoding_type}",
+                  f"  max_draft_len: {r.draft_len}"]
+        if r.needs_draft_weights:
+            lines.append(f"  speculative_model: {r.draft}")
+        env = f"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS={r.forced_acceptance_length - 1.0:.4g} "
+    # The YAML is written by printf (one line of shell); $DRAFT_MODEL expands inside "…".
+    printf = "printf '%s\\n' " + " ".join(
+        f'"{line}"' if "$DRAFT_MODEL" in line else shlex.quote(line) for line in lines)
+    serve = shell_join(["trtllm-serve", '"$MODEL"', "--backend", "pytorch", "--tp_size",
+                        str(r.tp), "--max_batch_size", str(r.batch), "--max_seq_len",
+                        str(r.max_len), "--config", config])
+    return f"{printf} > {config} && {env}{serve}"
+
+
+def _trtllm_client(r: BenchClientRun) -> str:
+    """AIPerf against trtllm-serve; its summary copied out of the artifact folder."""
+    aiperf = shell_join([
+        "aiperf", "profile", "--model", '"$MODEL"', "--url", "localhost:8000",
+        "--endpoint-type", "chat", "--streaming", "--concurrency", str(r.batch),
+        "--request-count", str(r.prompts), "--synthetic-input-tokens-mean", str(r.input_len),
+        "--synthetic-input-tokens-stddev", "0", "--output-tokens-mean", str(r.output_len),
+        "--output-tokens-stddev", "0", "--extra-inputs", "ignore_eos:true",
+        "--artifact-dir", r.stem])
+    # The run's B, D and AL travel in the file name: copy the summary out of its folder.
+    return f"{aiperf} && cp {r.stem}/profile_export_aiperf.json {r.stem}.json"
+
+
+_VLLM_BENCH = EngineBench(
+    _vllm_server, _vllm_client, "vllm_bench_serve", 8000, {
+        "engine": "vLLM main @002e77c1f0ef9b19cff8b9e21cfbd6feb3d6b443 (SpeculativeConfig); "
+                  "vllm bench serve @009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1",
+        "server_flags": "vllm/config/speculative.py @002e77c1: method, model, "
+                        "num_speculative_tokens, rejection_sample_method ('standard' | "
+                        "'synthetic' | 'block'), synthetic_acceptance_length (in [1, D+1], "
+                        "exclusive with synthetic_acceptance_rates); `vllm serve "
+                        "--speculative-config` takes the same keys as JSON",
+        "client_flags": "vllm/benchmarks/serve.py @009e6d4a: --save-result, --result-filename, "
+                        "--max-concurrency, --dataset-name random, --random-input-len / "
+                        "--random-output-len, --ignore-eos, --metadata KEY=VALUE (saved as "
+                        "top-level keys); the saved JSON holds max_concurrency, "
+                        "output_throughput, mean_tpot_ms and spec_decode_acceptance_length",
+    })
+_SGLANG_BENCH = EngineBench(
+    _sglang_server, _sglang_client, "sglang_bench_serving", 30000, {
+        "engine": "SGLang main: python/sglang/srt/environ.py @21ff4b08a19649d55c59ed4bd8383ab9a1"
+                  "9e6430 (SGLANG_SIMULATE_ACC_LEN); server_args.py @001067fffe33427bee0ed2f007"
+                  "fb7551a1d76b44; bench_serving.py @0033168f0f58b2bc05aa0273bd475d9c01bafb1c",
+        "server_flags": "environ.py @21ff4b08: SGLANG_SIMULATE_ACC_LEN = EnvFloat(-1), "
+                        "SGLANG_SIMULATE_ACC_METHOD = EnvStr('match-expected'); "
+                        "server_args.py @001067f: --speculative-algorithm, "
+                        "--speculative-draft-model-path, --speculative-num-steps, "
+                        "--speculative-eagle-topk, --speculative-num-draft-tokens",
+        "client_flags": "python/sglang/bench_serving.py @0033168f: --dataset-name random, "
+                        "--random-input-len, --random-output-len, --random-range-ratio, "
+                        "--num-prompts, --max-concurrency, --output-file (one JSON line per "
+                        "run, appended: max_concurrency, output_throughput, mean_tpot_ms, "
+                        "accept_length)",
+    })
+_TRTLLM_BENCH = EngineBench(
+    _trtllm_server, _trtllm_client, "trtllm_bench_report", 8000, {
+        "engine": "TensorRT-LLM main: tensorrt_llm/_torch/speculative/interface.py "
+                  "@2cbdaa0ffa36fbef7960a0ad9f0458373025fa9f (forced accepted tokens); "
+                  "tensorrt_llm/bench/dataclasses/reporting.py @0249976575050d2c624a5f285683c6"
+                  "6de311a3b7 (trtllm-bench report); AIPerf (ai-dynamo/aiperf) "
+                  "@13992dbd96879c76e9584f2e8dc05db49bee6cf2",
+        "server_flags": "interface.py: FORCE_NUM_ACCEPTED_TOKENS_ENV_VAR = "
+                        "'TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS' (accepted draft tokens: "
+                        "AL − 1, fractional allowed); trtllm-serve --config YAML with "
+                        "speculative_config.decoding_type / max_draft_len / speculative_model "
+                        "(docs/source/features/speculative-decoding.md @04c8822c)",
+        "client_flags": "AIPerf `aiperf profile`: --endpoint-type chat, --streaming, "
+                        "--concurrency, --request-count, --synthetic-input-tokens-mean / "
+                        "-stddev, --output-tokens-mean / -stddev, --extra-inputs "
+                        "ignore_eos:true, --artifact-dir (writes profile_export_aiperf.json: "
+                        "output_token_throughput.avg, inter_token_latency.avg in ms); or "
+                        "trtllm-bench throughput --report_json (performance, "
+                        "streaming_metrics.avg_tpot_ms, decoding_stats)",
+    })
+
+
 @dataclass(frozen=True)
 class EngineKind:
     """One serving engine's declaration."""
@@ -185,6 +406,10 @@ class EngineKind:
     slug: ServingEngine  # also its folder name in the aiconfigurator package's tables
     name: str  # as people write it: the one spelling in pages, notes and exports
     config_key: str  # its key in an exported EngineConfigs (JSON)
+    # Its name for a mechanism (the mechanism's declaration holds it); None: not supported.
+    speculative_name: Callable[[MechanismKind], VllmMethod | SglangAlgorithm | TrtllmDecoding
+                               | None]
+    bench: EngineBench  # how a benchmark plan runs on it
     vendors: frozenset[str] | None = None  # GPU vendors it runs on; None: any
     # Shipped tables not timed as a serving step runs them: the stand-in engines that price it.
     not_as_served: tuple[tuple[TableKey, NotAsServed], ...] = ()
@@ -197,10 +422,14 @@ class EngineKind:
     def runs_on(self, vendor: str) -> bool:
         return self.vendors is None or vendor in self.vendors
 
+    def supports(self, mechanism: MechanismKind | None) -> bool:
+        """Whether the engine has a speculative method for the mechanism."""
+        return mechanism is not None and self.speculative_name(mechanism) is not None
+
 
 ENGINE_KINDS: Final[dict[str, EngineKind]] = {e.slug: e for e in (
     EngineKind(
-        "vllm", "vLLM", "vllm",
+        "vllm", "vLLM", "vllm", lambda k: k.vllm, _VLLM_BENCH,
         # (engine, op, dtype in the package's spelling) → why its table is not a serving
         # step's time.
         not_as_served=((("gemm", "fp8_block"), NotAsServed(
@@ -211,11 +440,12 @@ ENGINE_KINDS: Final[dict[str, EngineKind]] = {e.slug: e for e in (
             "does not pay: at m ≤ 64 its times are 4x SGLang's on Hopper and 14-27x on Blackwell "
             "(60-290 µs for any shape)")),)),
     EngineKind(
-        "sglang", "SGLang", "sglang",
+        "sglang", "SGLang", "sglang", lambda k: k.sglang, _SGLANG_BENCH,
         attention_default_lanes={
             "0.5.14": {90: "fa3", 100: "triton", 103: "triton", 120: "flashinfer"}}),
     EngineKind(
-        "trtllm", "TensorRT-LLM", "tensorrt_llm", vendors=frozenset({"nvidia"}),
+        "trtllm", "TensorRT-LLM", "tensorrt_llm", lambda k: k.trtllm, _TRTLLM_BENCH,
+        vendors=frozenset({"nvidia"}),
         # Only TRT-LLM's fp8: its collector builds the fp8 weights without an input_scale, so
         # FP8QDQ takes the dynamic-quantization path (collector/trtllm/collect_gemm.py
         # @dec5f4cd2, the 1.3.0rc20 data), while the FP8 checkpoints TRT-LLM serves (ModelOpt)
@@ -245,6 +475,12 @@ VLLM, SGLANG, TRTLLM = ENGINE_KINDS.values()
 def engine_kind(slug: str) -> EngineKind:
     """The declaration of a serving engine (KeyError for an unknown slug)."""
     return ENGINE_KINDS[slug]
+
+
+def engine_name(slug: str) -> str:
+    """How pages and messages name an engine (an unknown slug as it is written)."""
+    kind = ENGINE_KINDS.get(slug)
+    return kind.name if kind is not None else slug
 
 
 @dataclass(frozen=True)

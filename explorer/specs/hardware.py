@@ -9,7 +9,8 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from explorer.base.dtypes import BYTES_PER_ELEMENT, FP8_LIKE
-from explorer.base.engines import ENGINE_NAMES, SERVING_ENGINES, ServingEngine
+from explorer.base.engines import SERVING_ENGINES, ServingEngine
+from explorer.specs.engine import engine_name
 
 Vendor = Literal["nvidia", "amd", "intel"]
 # How the hardware selector and the presets listing group the GPUs, in this order
@@ -159,8 +160,8 @@ class HardwareSpec(BaseModel):
         """Why `engine` cannot serve on this GPU (None: it can), naming both and what does."""
         if engine in self.engines:
             return None
-        offered = ", ".join(ENGINE_NAMES.get(e, e) for e in self.engines)
-        return (f"{ENGINE_NAMES.get(engine, engine)} does not run on {self.name} "
+        offered = ", ".join(engine_name(e) for e in self.engines)
+        return (f"{engine_name(engine)} does not run on {self.name} "
                 f"({VENDOR_NAMES[self.vendor]}); engines that do: {offered}")
 
     def roofline_error_note(self, dtype: str, kv_dtype: str) -> str:

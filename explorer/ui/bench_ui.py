@@ -19,6 +19,7 @@ from explorer.export.bench_compare import BenchComparison, applied, back_out, co
 from explorer.export.bench_plan import PLAN_KEYS, BenchPlan, bench_plan, bench_script
 from explorer.measured.bench_results import BenchFile, parse_bench_bytes
 from explorer.measured.published_tables import parse_published
+from explorer.specs.engine import engine_name
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import ParseResult, Problem
 from explorer.specs.scenario import Scenario
@@ -26,7 +27,6 @@ from explorer.ui.text import md_text
 
 BENCH_FILES = "bench_files"  # file name → BenchFile, in this browser session
 BENCH_ERRORS = "bench_errors"
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 @functools.lru_cache(maxsize=16)
@@ -58,11 +58,11 @@ def render_plan(scenario: Scenario, key: str = "export") -> None:
                "result files back on the Measured data page.")
     engine = st.selectbox("Engine", list(SERVING_ENGINES), key=f"{key}_bench_engine",
                           index=list(SERVING_ENGINES).index(scenario.engine),
-                          format_func=ENGINE_NAMES.__getitem__)
+                          format_func=engine_name)
     try:
         plan = cached_plan(scenario.model_dump_json(), engine)
     except (ScenarioError, ValueError) as exc:
-        st.warning(f"No benchmark plan for this scenario on {ENGINE_NAMES[engine]}: "
+        st.warning(f"No benchmark plan for this scenario on {engine_name(engine)}: "
                    f"{md_text(str(exc))}")
         return
     ck = f" (`{md_text(plan.draft_checkpoint)}`)" if plan.draft_checkpoint else ""
@@ -202,7 +202,7 @@ def render_results(scenario: Scenario, overrides_key: str,
     except ValueError as exc:
         st.warning(md_text(str(exc)))
         return
-    st.markdown(f"**Step-cost terms of this deployment ({ENGINE_NAMES.get(engine, engine)})**: "
+    st.markdown(f"**Step-cost terms of this deployment ({engine_name(engine)})**: "
                 f"{md_text(bo.summary)}")
     for n in bo.notes:
         st.caption(md_text(n))

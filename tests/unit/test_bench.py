@@ -399,3 +399,32 @@ def test_bench_plan_writes_its_script(tmp_path: Path, capsys):
     assert rc == 0, err
     text = path.read_text(encoding="utf-8")
     assert text.startswith("#!/usr/bin/env bash") and text.count("SGLANG_SIMULATE_ACC_LEN=") == 3
+
+
+# --- what differs between engines and mechanisms is in their declarations (issue 20) ----------
+
+@pytest.mark.parametrize("name, slug", [  # SemiAnalysisAI/InferenceX golden_al_distribution files
+    ("kimik2.5_eagle3.yaml", "eagle3"), ("minimaxm3_eagle3_gqa.yaml", "eagle3"),
+    ("dsv4_0813_dspark_probabilistic.yaml", "dspark"), ("qwen3.827b_bf16_mtp.yaml", "mtp"),
+    ("llama_nextn.yaml", "mtp"), ("llama_draft_model.yaml", "external"), ("golden.yaml", None),
+])
+def test_a_golden_al_file_name_names_its_mechanism_by_the_declared_aliases(name: str,
+                                                                           slug: str | None):
+    from explorer.measured.published_tables import parse_published
+    r = parse_published(name, b"m:\n  thinking_on:\n    1: 1.5\n    2: 1.9\n")
+    assert r is not None and r.ok and r.curves[0].mechanism == slug
+
+
+def test_each_engine_declares_the_result_format_its_client_writes():
+    from explorer.measured.bench_results import BENCH_FORMATS, ENGINE_OF_FORMAT, NAME_PATTERN
+    from explorer.specs.engine import ENGINE_KINDS, SGLANG, VLLM
+
+    for slug, kind in ENGINE_KINDS.items():
+        assert kind.bench.result_format in BENCH_FORMATS
+        assert ENGINE_OF_FORMAT[kind.bench.result_format] == slug
+        m = NAME_PATTERN.search(f"bench_{slug}_b8_d3_al2.10.json")
+        assert m is not None and m.group("engine") == slug
+    # a vLLM result named without the engine is read as vLLM's, named with one as that one's
+    data = (SAMPLES / "bench_vllm_b16_d0.json").read_bytes()
+    assert parse_bench_bytes("run.json", data).runs[0].engine == VLLM.slug
+    assert parse_bench_bytes("bench_sglang_b16_d0.json", data).runs[0].engine == SGLANG.slug
