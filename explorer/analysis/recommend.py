@@ -168,7 +168,10 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=1.0,
                        text=explanation, applies=True)
     elif best is None:
-        max_batch, hints = fit_hints(scenario, ranking[0].mechanism if ranking else None)
+        # the fastest option that runs today (a head still to be trained is never the
+        # headline, so its memory is not the one to fit): a drafter to train only where none runs
+        runs_today = [o for o in ranking if o.availability != NOT_READY] or ranking
+        max_batch, hints = fit_hints(scenario, runs_today[0].mechanism if runs_today else None)
         explanation = "No mechanism fits in memory at this operating point. " + " ".join(hints)
         g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=None,
                        text=explanation, applies=True)

@@ -65,12 +65,20 @@ def test_a_packed_spec_over_the_caps_is_a_named_warning(key: str, raw: bytes, wo
     assert warned(at, f"URL parameter '{key}=", words), shown(at)[:800]
 
 
+# An 8B-sized target: a head to train for it is worth asking about (on SMALL_MODEL, since #21's
+# per-step and per-draft-forward costs, n-gram wins and no "Worth training?" names the model).
+SIZED_MODEL = {**SMALL_MODEL, "layers": 32, "hidden": 4096, "q_heads": 32, "kv_heads": 8,
+               "head_dim": 128, "ffn_intermediate": 14336, "vocab": 128256}
+
+
 def test_a_markdown_model_name_from_a_link_is_shown_as_text():
-    at = run_app(cm=packraw(json.dumps({**SMALL_MODEL, "name": INJECTED}).encode()), v="1")
+    at = run_app(cm=packraw(json.dumps({**SIZED_MODEL, "name": INJECTED}).encode()), v="1")
     text = shown(at)
     assert "](https://evil" not in text and "![x]" not in text
-    # the name reaches the answer where a head would be trained for it ("Worth training?"):
-    # escaped there, rendered literally
+    # the name reaches the page where the target is named and where a head would be trained for
+    # it ("Worth training?"): escaped in both, rendered literally
+    target = [i.value for i in at.info if "Target model" in i.value]
+    assert target and r"\!\[x\]\(https\:" in target[0]
     worth = [c.value for c in at.caption if "Worth training?" in c.value]
     assert worth and r"\!\[x\]\(https\:" in worth[0]
 

@@ -210,8 +210,10 @@ def test_engine_schedules_read_back_to_the_schedule(mechanism: str):
 
 
 def test_a_batch_where_speculation_loses_is_configured_off():
-    # B = 1536: with the measured A100 kernels speculation still pays 1.6% at B = 1024.
-    sc = Scenario(model="llama-3.1-8b", tp=1, context=256, batch=1536, hardware="a100")
+    # S = 128, B = 1536: speculation loses 4.6% (switch-off at B = 608). At S = 256 (used before)
+    # #21's whole-step terms with #22's higher Llama-3.1-8B EAGLE-3 level (46 independent serving
+    # points) move the switch-off to B = 1568, within 0.2% of break-even up to the memory limit.
+    sc = Scenario(model="llama-3.1-8b", tp=1, context=128, batch=1536, hardware="a100")
     ec = engine_configs(sc, "eagle3")
     assert not ec.speculate_at_batch
     assert ec.speedup_at_batch is not None and ec.speedup_at_batch <= 1
