@@ -73,6 +73,9 @@ class Recommendation(BaseModel):
     confidence_text: str = ""  # how sure, in words, with the options within the band
 
 
+GUIDELINE_5_TITLE = "Choose the mechanism by measured speedup"
+
+
 def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recommendation:
     """Rank every enabled mechanism × D at this B and S by predicted speedup."""
     ranking: list[RankedOption] = []
@@ -135,8 +138,8 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
     if best is None:
         max_batch, hints = fit_hints(scenario, ranking[0].mechanism if ranking else None)
         explanation = "No mechanism fits in memory at this operating point. " + " ".join(hints)
-        g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=None,
-                       text=explanation, applies=True)
+        g5 = Guideline(id=5, title=GUIDELINE_5_TITLE, value=None, applies=True,
+                       text="no mechanism fits in memory here: see what would fit, above.")
     else:
         per_mech: dict[str, RankedOption] = {}
         for o in ranking:
@@ -162,8 +165,11 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             f"draft {best.draft_overhead_fraction:.0%} of the step; {best.availability}) — "
             f"{verdict}. Next: {runner_text or 'none'}. {sure}{trained}"
         )
-        g5 = Guideline(id=5, title="Choose the mechanism by measured speedup",
-                       value=best.speedup, text=explanation, applies=True)
+        # The recommendation itself is shown once (the explanation); here only its pick.
+        g5 = Guideline(id=5, title=GUIDELINE_5_TITLE, value=best.speedup, applies=True,
+                       text=f"by predicted speedup here: {best.mechanism_name} at "
+                            f"D={best.draft_len}, {best.speedup:.2f}× (the recommendation says "
+                            "why and names the runner-ups).")
     return Recommendation(best=best, best_if_trained=best_if_trained if best else None,
                           ranking=ranking, guidelines=[*guide, g5],
                           explanation=explanation, unavailable=unavailable,
@@ -236,6 +242,64 @@ def _memory_with(scenario: Scenario, update: dict[str, object]) -> float | None:
     return float(np.ravel(alt.memory_bytes(scenario.batch, scenario.context, alt.r.group))[0])
 
 
+# One HGX/DGX board: TP within it runs over NVLink; past it a deployment spans nodes, which an
+# architect tries only after the changes that keep it on one board.
+GPUS_PER_NODE = 8
+
+
+def _max_tp(tp: int, q_heads: int) -> int:
+    while tp * 2 <= q_heads:
+        tp *= 2
+    return tp
+
+
+def _what_would_fit(cand: Scenario, q_heads: int, hbm: float) -> list[str]:
+    """What makes the point fit, in the order an architect tries it: one change on one node
+    (an FP8 KV cache, FP8 weights, the smallest TP ≤ 8 that fits); then FP8 weights, an FP8 KV
+    cache or both with the smallest TP on one node that fits (FP8 weights at TP=8 is how a
+    large model is deployed); only then TP past one node. The first found tier is named."""
+    tps = [cand.tp * 2**i for i in range(1, 8) if cand.tp * 2**i <= q_heads]
+    node = [t for t in tps if t <= GPUS_PER_NODE]
+    beyond = [t for t in tps if t > GPUS_PER_NODE]
+    fp8 = [(label, upd) for label, upd in FIT_ALTERNATIVES
+           if any(getattr(cand, k) != v for k, v in upd.items())]
+    both: list[tuple[str, dict[str, object]]] = (
+        [("FP8 weights and an FP8 KV cache", {k: v for _, u in fp8 for k, v in u.items()})]
+        if len(fp8) == 2 else [])
+
+    def first_tp(label: str, upd: dict[str, object], tp_list: list[int]) -> str | None:
+        for t in tp_list:
+            mem = _memory_with(cand, {**upd, "tp": t})
+            if mem is None:
+                return None
+            if mem <= hbm:
+                nodes = f", {t // GPUS_PER_NODE} nodes" if t > GPUS_PER_NODE else ""
+                return f"{label}{' at ' if label else ''}TP={t} ({mem / 1e9:,.0f} GB{nodes})"
+        return None
+
+    for tp_list in (node, beyond):
+        would: list[str] = []
+        if tp_list is node:  # the dtype changes alone, at the scenario's own TP
+            for label, upd in fp8:
+                mem = _memory_with(cand, upd)
+                if mem is not None and mem <= hbm:
+                    would.append(f"{label} ({mem / 1e9:,.0f} GB)")
+        hit = first_tp("", {}, tp_list)
+        if hit is not None:
+            would.append(hit)
+        if would:
+            return would
+        combo_tps = [cand.tp, *tp_list] if tp_list is node else tp_list
+        for label, upd in [*fp8[::-1], *both]:  # FP8 weights first: the standard deployment
+            hit = first_tp(label, upd, combo_tps)
+            if hit is not None:
+                would.append(hit)
+                break
+        if would:
+            return would
+    return []
+
+
 def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[str]]:
     """When nothing fits: the largest B at which the fastest option (`slug`) and plain decoding
     fit, and which of an FP8 KV cache, FP8 weights or more TP would fit at this B."""
@@ -262,31 +326,11 @@ def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[st
         hints.append(f"No batch fits with {name} at this context"
                      + (f"; plain decoding fits up to B={int(b[plain_fits[-1]])}."
                         if plain_fits.size else ", nor does plain decoding."))
-    alternatives = [(label, upd) for label, upd in FIT_ALTERNATIVES
-                    if any(getattr(cand, k) != v for k, v in upd.items())]
-    tp = cand.tp
-    while tp * 2 <= m.r.model.q_heads and len(alternatives) < len(FIT_ALTERNATIVES) + 3:
-        tp *= 2
-        alternatives.append((f"TP={tp}", {"tp": tp}))
-    would: list[str] = []
-    for label, upd in alternatives:
-        mem = _memory_with(cand, upd)
-        if mem is not None and mem <= hbm:
-            would.append(f"{label} ({mem / 1e9:,.0f} GB)")
-            if label.startswith("TP="):
-                break  # the smallest TP that fits is the one to name
-    if not would:  # one change is not enough: an FP8 KV cache with more TP
-        tp = cand.tp
-        while tp * 2 <= m.r.model.q_heads and not would:
-            tp *= 2
-            mem = _memory_with(cand, {"kv_dtype": "fp8", "tp": tp})
-            if mem is None:
-                break
-            if mem <= hbm:
-                would.append(f"an FP8 KV cache and TP={tp} ({mem / 1e9:,.0f} GB)")
+    would = _what_would_fit(cand, m.r.model.q_heads, hbm)
     if would:
         hints.append(f"It would fit at B={cand.batch} with " + " or ".join(would) + ".")
     else:
-        hints.append(f"Neither an FP8 KV cache, FP8 weights nor TP up to {tp} makes B="
-                     f"{cand.batch} fit: lower B or S.")
+        hints.append(f"Neither an FP8 KV cache, FP8 weights nor TP up to "
+                     f"{_max_tp(cand.tp, m.r.model.q_heads)} makes B={cand.batch} fit: lower B "
+                     "or S.")
     return max_batch, hints
