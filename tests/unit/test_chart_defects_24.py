@@ -69,3 +69,18 @@ def test_tile_boundaries_only_where_the_curve_steps():
     assert xs == [11.0, 15.0, 19.0, 23.0, 27.0, 31.0]
     t = curves[0].time_s
     assert t[4] == t[3] and t[8] == t[7] and t[12] > t[11]
+
+
+def test_codesign_colour_scale_is_anchored_at_zero_and_one():
+    import pandas as pd
+
+    from explorer.ui.codesign_figures import best_speedup_heatmap
+
+    df = pd.DataFrame({"group": [4, 8, 4, 8], "layers": [60, 60, 80, 80],
+                       "fits_in_memory": [True] * 4, "best_speedup": [2.7, 2.8, 2.9, 3.0],
+                       "best_draft_len": [3, 4, 5, 6], "speed_best_speedup": [2.7, 2.8, 2.9, 3.0],
+                       "speed_best_draft_len": [3, 4, 5, 6]})
+    h = best_speedup_heatmap(df).data[0]
+    assert h.zmin == 0.0 and h.zmax >= 3.0
+    # 2.7× and 3.0× sit within the top tenth of the scale, not at its two ends
+    assert (3.0 - 2.7) / (h.zmax - h.zmin) <= 0.1

@@ -1,0 +1,37 @@
+"""Issue 24's smaller app defects, in AppTest."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from streamlit.elements.lib import policies
+
+from tests.support.apptest import run_app
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.mark.parametrize("params", [{"b": "99999"}, {"b": "abc", "d": "2"}])
+def test_no_default_and_session_state_warning_for_a_reset_slider(
+        params: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link's bad B is reset in the session before the slider exists; the slider then takes
+    no default of its own (Streamlit logged 'widget with key "b" … default value … Session
+    State' on the server)."""
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    records = _Records()
+    logger = logging.getLogger(policies.__name__)
+    logger.addHandler(records)
+    try:
+        at = run_app(**params)
+    finally:
+        logger.removeHandler(records)
+    assert not [m for m in records.messages if "default value" in m], records.messages
+    assert at.select_slider(key="b").value == 32
