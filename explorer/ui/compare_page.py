@@ -86,6 +86,27 @@ def differing_inputs(items: Sequence[CompareItem]) -> pd.DataFrame:
                                   columns=[_letter(i) for i in range(len(items))])
 
 
+# The inputs a legend names by symbol (the rest by their field path).
+SHORT_NAMES = {"mechanism": "", "draft_len": "D", "batch": "B", "context": "S", "group": "G",
+               "tp": "TP", "hardware": "", "model": "", "engine": "", "dtype": "weights",
+               "kv_dtype": "KV", "draft_model": "draft"}
+
+
+def legend_labels(diff: pd.DataFrame, n: int, most: int = 3) -> list[str]:
+    """Each scenario's chart label: its letter and the inputs that tell it apart (the
+    mechanism first), e.g. "A: eagle3, D=3" — a letter alone made the reader look it up."""
+    order = sorted(diff.index, key=lambda k: (k != "mechanism", k != "draft_len", k))[:most]
+    out = []
+    for i in range(n):
+        parts = []
+        for k in order:
+            v = str(diff.iloc[:, i][k])[:24]
+            short = SHORT_NAMES.get(k, k)
+            parts.append(v if short == "" else f"{short}={v}")
+        out.append(f"{_letter(i)}: {', '.join(parts)}" if parts else _letter(i))
+    return out
+
+
 def _letter(i: int) -> str:
     return string.ascii_uppercase[i]
 
@@ -162,7 +183,14 @@ def _recent() -> list[ScenarioSummary]:
     return [r for r in listed if isinstance(r, ScenarioSummary)]
 
 
+# The sidebar holds the Explorer's current scenario, which this page compares only once
+# pinned: its controls are hidden here (kept rendered, so their values survive the visit), the
+# page navigation stays.
+HIDE_SIDEBAR_CONTROLS = ("<style>[data-testid='stSidebarUserContent']{display:none}</style>")
+
+
 def render(scenario: Callable[[], Scenario | None], values: dict[str, Any]) -> None:
+    st.html(HIDE_SIDEBAR_CONTROLS)
     st.title("Compare scenarios")
     st.caption("Two to four scenarios side by side: saved ones (by id or link) or the current "
                "one pinned. The table lists only the inputs that differ; the charts overlay "
@@ -170,7 +198,10 @@ def render(scenario: Callable[[], Scenario | None], values: dict[str, Any]) -> N
     left, right = st.columns([2, 3], vertical_alignment="bottom")
     left.button("Pin the current scenario", key="compare_pin", icon=":material/push_pin:",
                 on_click=_pin, args=(scenario, values),
-                help="Adds the sidebar's scenario (with its uploaded data) to the choices")
+                help="Adds the Explorer's scenario (with its uploaded data) to the choices")
+    left.caption("Current (the Explorer's sidebar, hidden here): " + md_text(
+        f"{values.get('mech')} · {values.get('m')} on {values.get('hw')} ×{values.get('tp')} · "
+        f"B={values.get('b')} D={values.get('d')}"))
     with right:
         c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
         c1.text_input("Add a saved scenario (id or ?s= link)", key="compare_add_id",
@@ -212,8 +243,9 @@ def render(scenario: Callable[[], Scenario | None], values: dict[str, Any]) -> N
 
 def _comparison(selected: list[CompareItem]) -> None:
     evaluated: list[tuple[CompareItem, Evaluation, cf.CompareSeries]] = []
+    labels = legend_labels(differing_inputs(selected), len(selected))
     for i, it in enumerate(selected):
-        label = _letter(i)
+        label = labels[i]
         try:
             ev, one = _compute(it.scenario.model_dump_json(), label)
         except (ScenarioError, ValueError) as exc:

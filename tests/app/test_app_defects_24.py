@@ -35,3 +35,24 @@ def test_no_default_and_session_state_warning_for_a_reset_slider(
         logger.removeHandler(records)
     assert not [m for m in records.messages if "default value" in m], records.messages
     assert at.select_slider(key="b").value == 32
+
+
+def test_compare_legend_names_what_differs_and_hides_the_sidebar_controls() -> None:
+    import json
+
+    from tests.support.apptest import goto
+
+    at = run_app()
+    goto(at, "compare")
+    at.button(key="compare_pin").click().run()
+    at.selectbox(key="mech").set_value("ngram").run()
+    at.button(key="compare_pin").click().run()
+    assert at.multiselect(key="compare_selection").value == ["pin:1", "pin:2"]
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                if json.loads(c.proto.spec)["layout"]["title"]["text"].startswith("Speedup"))
+    names = [t.get("name", "") for t in spec["data"]]
+    assert any(n.startswith("A: eagle3") for n in names), names
+    assert any(n.startswith("B: ngram") for n in names), names
+    styles = [h.proto.body for h in at.get("html")]
+    assert any("stSidebarUserContent" in b and "display:none" in b for b in styles)
+    assert any("Explorer's sidebar, hidden here" in c.value for c in at.caption)
