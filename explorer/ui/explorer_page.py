@@ -12,7 +12,7 @@ from explorer.analysis.evaluate import Evaluation
 from explorer.analysis.fallbacks import with_fallbacks
 from explorer.analysis.frontier import break_even_text
 from explorer.analysis.recommend import Recommendation
-from explorer.analysis.targets import OperatingPoint, slo_answer, token_cost
+from explorer.analysis.targets import OperatingPoint, slo_answer, slo_cost, token_cost
 from explorer.base.errors import ScenarioError
 from explorer.interfaces import view_state as us
 from explorer.interfaces.view_state import view_scenario
@@ -235,14 +235,24 @@ def _pareto_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
     slo = float(values.get("slo") or 0)
     _chart(js, "pareto", (("slo", slo),))
     with_spec, without = charts.data(js, "pareto")
+    usd = float(values.get("usd") or 0)
     if slo > 0:
         answer = slo_answer(with_spec, without, slo)
         st.markdown(f"At ≥ **{slo:g} tokens/s per user**: with speculation "
                     f"**{_slo_text(answer.with_speculation, True)}**; without: "
                     f"**{_slo_text(answer.without_speculation, False)}**.")
-    cost = token_cost(float(values.get("usd") or 0), ev)
+        at_slo = slo_cost(usd, answer)  # the answer's own points, not the sidebar's
+        if at_slo is not None and (at_slo.with_speculation_usd_per_million_tokens is not None
+                                   or at_slo.without_speculation_usd_per_million_tokens
+                                   is not None):
+            st.markdown(f"Cost at these SLO points (your ${usd:g}/GPU-hour): "
+                        f"**{_usd(at_slo.with_speculation_usd_per_million_tokens)} per "
+                        "million tokens** with speculation, "
+                        f"{_usd(at_slo.without_speculation_usd_per_million_tokens)} without.")
+    cost = token_cost(usd, ev)
     if cost is not None and cost.with_speculation_usd_per_million_tokens is not None:
-        st.markdown(f"Cost at this point (your ${cost.usd_per_gpu_hour:g}/GPU-hour): "
+        st.markdown(f"Cost at the sidebar's point B={sc.batch}, D={sc.draft_len} (your "
+                    f"${cost.usd_per_gpu_hour:g}/GPU-hour): "
                     f"**${cost.with_speculation_usd_per_million_tokens:,.3f} per million "
                     "tokens** with speculation, "
                     f"{_usd(cost.without_speculation_usd_per_million_tokens)} without.")

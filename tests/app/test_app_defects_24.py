@@ -56,3 +56,18 @@ def test_compare_legend_names_what_differs_and_hides_the_sidebar_controls() -> N
     styles = [h.proto.body for h in at.get("html")]
     assert any("stSidebarUserContent" in b and "display:none" in b for b in styles)
     assert any("Explorer's sidebar, hidden here" in c.value for c in at.caption)
+
+
+def test_pareto_cost_under_the_slo_answer_is_the_slo_points_cost() -> None:
+    from explorer import Scenario, pareto
+    from explorer.analysis.targets import slo_answer, usd_per_million_tokens
+
+    at = run_app(vw="pareto", slo="100", usd="2")
+    with_spec, without = pareto(Scenario())
+    answer = slo_answer(with_spec, without, 100.0)
+    assert answer.with_speculation is not None
+    want = usd_per_million_tokens(2.0, answer.with_speculation.tokens_per_s_per_gpu)
+    assert want is not None
+    text = " ".join(m.value for m in at.markdown)
+    assert f"Cost at these SLO points (your $2/GPU-hour): **${want:,.3f} per million" in text
+    assert "Cost at the sidebar's point B=32, D=3" in text
