@@ -84,3 +84,28 @@ def test_codesign_colour_scale_is_anchored_at_zero_and_one():
     assert h.zmin == 0.0 and h.zmax >= 3.0
     # 2.7× and 3.0× sit within the top tenth of the scale, not at its two ends
     assert (3.0 - 2.7) / (h.zmax - h.zmin) <= 0.1
+
+
+def test_break_even_is_the_speed_threshold_not_the_memory_limit():
+    from explorer import best_draft_len
+    from explorer.analysis.frontier import break_even_text
+
+    bd = best_draft_len(Scenario())  # 70B on 2×H200 at 8K: plain decoding fits to B = 46
+    assert bd.max_batch_in_memory == 46 and bd.break_even_batch is None
+    text = break_even_text(bd)
+    assert "pays up to **B ≈ 46**" not in text  # the memory limit was called the break-even
+    assert text.startswith("by speed, speculation pays at every B from 1 to 4096")
+    assert "Memory, not speed, stops it from B ≈ 53" in text
+
+
+def test_break_even_says_marginal_where_the_interval_spans_one():
+    from explorer import best_draft_len
+    from explorer.analysis.frontier import break_even_text
+
+    bd = best_draft_len(Scenario(mechanism="ngram"))
+    i = bd.batch.index(151)
+    assert bd.speed_best_speedup[i] > 1.0 and bd.speed_best_low[i] <= 1.0 < bd.speed_best_high[i]
+    text = break_even_text(bd)
+    assert "**marginal** from B ≈ 151" in text
+    sure = best_draft_len(Scenario(model="llama-3.1-405b", tp=8, dtype="fp8"))
+    assert "marginal" not in break_even_text(sure)
