@@ -13,6 +13,7 @@ from explorer.analysis.uncertainty import speedup_draws
 from explorer.base.errors import ScenarioError
 from explorer.model.acceptance_source import quantiles
 from explorer.model.grid import scenario_model
+from explorer.model.kernels import ATTENTION_TILE_ROWS
 from explorer.presets import mechanism_presets
 from explorer.specs.scenario import Scenario
 
@@ -158,12 +159,13 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             f"{best_if_trained.acceptance_evidence}; {best_if_trained.availability_detail}).")
         extended = (", model-extended past the published/measured D"
                     if best.acceptance_model_extended else "")
+        cliff = cliff_note(candidate(scenario, best.mechanism), best.draft_len)
         explanation = (
             f"{best.mechanism_name} at D={best.draft_len}: {best.speedup:.2f}× "
             f"[{best.speedup_low:.2f}–{best.speedup_high:.2f}] "
             f"(AL {best.acceptance_length:.2f}{extended}, evidence: {best.acceptance_evidence}; "
             f"draft {best.draft_overhead_fraction:.0%} of the step; {best.availability}) — "
-            f"{verdict}. Next: {runner_text or 'none'}. {sure}{trained}"
+            f"{verdict}.{cliff} Next: {runner_text or 'none'}. {sure}{trained}"
         )
         # The recommendation itself is shown once (the explanation); here only its pick.
         g5 = Guideline(id=5, title=GUIDELINE_5_TITLE, value=best.speedup, applies=True,
@@ -176,6 +178,52 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
                           max_fitting_batch=max_batch, fit_hints=hints,
                           confidence=confidence if best is not None else None,
                           confidence_text=sure if best is not None else "")
+
+
+# A speedup that falls by more than this from D to D+1 is a cliff the "why" explains.
+CLIFF_DROP = 0.10
+CLIFF_COMPONENTS = {"gemm": "GEMM", "attention": "attention", "moe": "MoE experts",
+                    "communication": "all-reduce", "overhead": "per-step overhead",
+                    "lm_head": "lm_head"}
+
+
+def cliff_note(scenario: Scenario, draft_len: int) -> str:
+    """Why not D+1, where the speedup falls off a step: the verify step's component that
+    jumps, and the step it crosses — B·(1+D) tokens past a step of the GEMM/MoE times (the
+    measured table's or the roofline's), G·(1+D) rows per GPU past an attention tile, the
+    engine's CUDA-graph sizes for the per-step costs. Empty when D+1 is no cliff."""
+    m = scenario_model(scenario)
+    d_next = draft_len + 1
+    if d_next > m.r.mechanism.max_draft_len:
+        return ""
+    ds = np.asarray([draft_len, d_next], dtype=np.float64)
+    g = m.grid(scenario.batch, ds, with_breakdowns=True)
+    sp = np.ravel(g.speedup)
+    if not np.isfinite(sp).all() or sp[1] >= sp[0] * (1.0 - CLIFF_DROP):
+        return ""
+    jumps = {c: np.ravel(v) for c, v in g.verify_spec.items()}
+    comp = max(jumps, key=lambda c: float(jumps[c][1] - jumps[c][0]))
+    before, after = (float(x) for x in jumps[comp])
+    if after <= before:
+        return ""
+    b = scenario.batch
+    n0, n1 = (float(x) for x in np.ravel(m.verify_width(ds)) * b)
+    if comp == "attention":
+        gg = m.group_per_gpu
+        step = (f"G·(1+D) per GPU goes from {gg * (1 + draft_len):g} to {gg * (1 + d_next):g} "
+                f"rows, past a {ATTENTION_TILE_ROWS}-row tile")
+    elif comp in ("gemm", "lm_head", "moe"):
+        kind = "moe" if comp == "moe" else "gemm"
+        share = m.tables.tally.share(kind)
+        dtype = scenario.expert_dtype if comp == "moe" else scenario.dtype
+        source = (f"the measured {dtype.upper()} {'MoE' if comp == 'moe' else 'GEMM'} table "
+                  f"({m.tables.label()})" if share else
+                  f"the roofline's {'MoE' if comp == 'moe' else 'GEMM'} times")
+        step = (f"B·(1+D) goes from {n0:g} to {n1:g} tokens, across a step of {source}")
+    else:
+        step = f"B·(1+D) goes from {n0:g} to {n1:g} tokens"
+    return (f" Not D={d_next}: {sp[1]:.2f}× — {step}; {CLIFF_COMPONENTS.get(comp, comp)} "
+            f"time {before * 1e3:.1f} → {after * 1e3:.1f} ms (+{after / before - 1:.0%}).")
 
 
 def pick_best(ranking: list[RankedOption]) -> tuple[RankedOption | None, RankedOption | None]:

@@ -76,3 +76,18 @@ def test_no_fit_names_fp8_weights_at_tp8_before_a_second_node() -> None:
     advice = rec.fit_hints[-1]
     assert "FP8 weights at TP=8" in advice
     assert "TP=16" not in advice and "FP8 KV cache and TP" not in advice
+
+
+def test_the_why_names_the_table_step_between_d_and_d_plus_1() -> None:
+    from explorer.analysis.candidate import candidate
+    from explorer.analysis.recommend import cliff_note
+
+    sc = Scenario(model="llama-3.1-405b", tp=8, dtype="fp8", hardware="h200")  # B=32
+    note = cliff_note(candidate(sc, "eagle3"), 3)  # EAGLE-3 D=3 → 4: 2.07× → 1.64×
+    assert "Not D=4: 1.6" in note
+    assert "B·(1+D) goes from 128 to 160 tokens" in note
+    assert "measured FP8 GEMM table" in note and "GEMM time" in note
+    rec = recommend(sc)
+    assert rec.best is not None and rec.best.draft_len == 3
+    assert "from 128 to 160 tokens" in rec.explanation
+    assert cliff_note(candidate(Scenario(), "eagle3"), 3) == ""  # 70B at B=32: no cliff at D=4
