@@ -71,3 +71,23 @@ def test_pareto_cost_under_the_slo_answer_is_the_slo_points_cost() -> None:
     text = " ".join(m.value for m in at.markdown)
     assert f"Cost at these SLO points (your $2/GPU-hour): **${want:,.3f} per million" in text
     assert "Cost at the sidebar's point B=32, D=3" in text
+
+
+def test_deployment_runs_the_simplest_policy_within_2pct_and_says_why() -> None:
+    from explorer import Scenario
+    from explorer.analysis.deploy import deploy
+    from explorer.export.deploy_configs import chosen_policy
+    from explorer.specs.deployment import DEFAULT_PROFILE
+    from tests.support.apptest import goto
+
+    r = deploy(Scenario(), DEFAULT_PROFILE)
+    rate = {p.name: p.tokens_per_s_per_gpu for p in r.policies}
+    # the batch schedule is faster, but by less than 2 %: static D runs everywhere
+    assert rate["static"] < rate["batch_schedule"] < rate["static"] * 1.02
+    assert chosen_policy(r) == "static"
+    at = goto(run_app(), "deploy")
+    heads = [h.value for h in at.subheader]
+    want = f"Policy to run: static (best single D), D = {r.schedule.static_draft_len}"
+    assert want in heads  # whole, on its own line (a quarter-width metric cut it)
+    why = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "static runs within 1.5% of batch_schedule" in why and "main only" in why
