@@ -151,6 +151,12 @@ def _curves_section(loaded: dict[str, ParseResult]) -> None:
     st.plotly_chart(fig, width="stretch", key="fig_uploaded_al")
 
 
+def calibration_helps(cal: Calibration) -> bool:
+    """Apply is offered only for a fit that predicts the uploaded timings better (lower MAPE)
+    than the preset it replaces."""
+    return cal.mape_after < cal.mape_before
+
+
 def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
     tables = [r.kernel_timings for r in loaded.values() if r.kernel_timings is not None]
     if not tables:
@@ -171,8 +177,15 @@ def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> 
         fig = calibration_figure(cal)
         st.plotly_chart(fig, width="stretch", key="fig_calibration")
         cols = st.columns(2)
-        if cols[0].button("Apply calibrated hardware to the explorer", key="apply_cal"):
-            st.session_state[OVERRIDES] = cal.overrides
+        if calibration_helps(cal):
+            if cols[0].button("Apply calibrated hardware to the explorer", key="apply_cal"):
+                st.session_state[OVERRIDES] = cal.overrides
+        else:  # a fit that predicts these timings worse than the preset is not offered
+            cols[0].warning(md_text(
+                f"Not offered: the calibrated hardware predicts these timings worse than the "
+                f"preset (MAPE {cal.mape_before:.1f}% → {cal.mape_after:.1f}%); the preset "
+                "stays. Use the measured kernel times where shapes match instead."),
+                icon=":material/block:")
         if cols[1].button("Back to the preset", key="clear_cal"):
             st.session_state[OVERRIDES] = None
     c2 = st.columns(2)

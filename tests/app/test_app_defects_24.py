@@ -91,3 +91,25 @@ def test_deployment_runs_the_simplest_policy_within_2pct_and_says_why() -> None:
     assert want in heads  # whole, on its own line (a quarter-width metric cut it)
     why = " ".join(c.value for c in at.caption).replace("\\", "")
     assert "static runs within 1.5% of batch_schedule" in why and "main only" in why
+
+
+def test_a_calibration_that_raises_mape_offers_no_apply(monkeypatch: pytest.MonkeyPatch) -> None:
+    from explorer.ui import data_page
+    from tests.support.apptest import goto
+    from tests.support.paths import SAMPLES
+
+    sample = SAMPLES / "kernel_timings.csv"
+    at = goto(run_app(v="1"), "data")
+    at.file_uploader(key="upload").set_value((sample.name, sample.read_bytes(), "text/plain"))
+    at.run()
+    assert [b for b in at.button if b.key == "apply_cal"]  # the shipped sample: MAPE falls
+    fit = data_page.fit_kernel_efficiencies
+
+    def worse(*a, **k):  # type: ignore[no-untyped-def]
+        cal = fit(*a, **k)
+        return cal.model_copy(update={"mape_before": 5.1, "mape_after": 9.9})
+
+    monkeypatch.setattr(data_page, "fit_kernel_efficiencies", worse)
+    at.run()
+    assert not [b for b in at.button if b.key == "apply_cal"]
+    assert any("5.1% → 9.9%" in w.value.replace("\\", "") for w in at.warning)
