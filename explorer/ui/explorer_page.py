@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -47,13 +48,10 @@ def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = No
     if overrides is not None:
         sc = sc.model_copy(update={"hardware_overrides": overrides})
         notes.append(f"Hardware calibrated to your timings: {overrides.label}")
-    # The cached evaluation is the check: render() reuses its result.
-    sc, fallbacks = with_fallbacks(sc, lambda s: _evaluate(s.model_dump_json()))
+    # The cached evaluation is the check: render() reuses its result (the ranking is not
+    # needed to tell whether a scenario can be evaluated, and comes after the first chart).
+    sc, fallbacks = with_fallbacks(sc, lambda s: charts.evaluation(s.model_dump_json()))
     return sc, notes + [f.note for f in fallbacks]
-
-
-def _evaluate(js: str) -> tuple[Evaluation, Recommendation]:
-    return charts.evaluation(js), charts.recommendation(js)
 
 
 def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
@@ -81,7 +79,7 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     for n in notes:
         st.warning(n, icon=":material/warning:")
     js = sc.model_dump_json()
-    ev, rec = _evaluate(js)
+    ev = charts.evaluation(js)
 
     c = st.columns(5)
     band = (f"80%: {_fmt(ev.speedup_low)}–{_fmt(ev.speedup_high)}×"
@@ -115,6 +113,15 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                    f"backs it; an acceptance model anchored on the points gives it — "
                    f"{md_text(ev.acceptance_source)}", icon=":material/timeline:")
 
+    # The answer (ranking, break-even, guidelines) is laid out here but filled after the view:
+    # the first chart reaches the browser (and starts plotly's download) before that work.
+    answer = st.container()
+    _view_switcher(sc, js, ev, lambda: charts.recommendation(js), values)
+    with answer:
+        _answer(sc, js, charts.recommendation(js), values)
+
+
+def _answer(sc: Scenario, js: str, rec: Recommendation, values: dict[str, Any]) -> None:
     best = rec.best
     if best is not None:
         st.success(f"**Recommendation:** {rec.explanation}", icon=":material/check_circle:")
@@ -135,8 +142,6 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
             f"{'▶' if g.applies else '·'} **{g.id}. {g.title}** — {g.text}"
             for g in rec.guidelines))
 
-    _view_switcher(sc, js, ev, rec, values)
-
 
 VIEW_LABELS = {
     "surface": "Speedup surface", "tiles": "Tile steps", "gemm": "GEMM efficiency",
@@ -147,7 +152,7 @@ SHOW_3D_KEY = "show_3d"
 TILE_NORM_KEY = "tile_norm"
 
 
-def _view_switcher(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _view_switcher(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recommendation],
                    values: dict[str, Any]) -> None:
     """One view at a time: only its data is computed, its charts built, sent and drawn. The
     choice is bound to the link (`vw`, explorer/interfaces/view_state.py); a link without it
@@ -189,7 +194,7 @@ MARK_POINT_KEY = "mark_point"
 
 
 @st.fragment
-def _surface_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _surface_view(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recommendation],
                   values: dict[str, Any]) -> None:
     """The heatmaps do not depend on D (the (B, D) one not on B either): left unmarked, they stay
     drawn while the sliders move; marked, both are drawn anew on every move (a fragment: the
@@ -212,7 +217,7 @@ def _surface_3d(js: str) -> None:
 
 
 @st.fragment
-def _tiles_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _tiles_view(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recommendation],
                 values: dict[str, Any]) -> None:
     norm = st.toggle("Normalized throughput", value=True, key=TILE_NORM_KEY)
     _chart(js, "tile_steps_current", (("normalized", norm),))
@@ -220,17 +225,17 @@ def _tiles_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
     _chart(js, "tile_steps_article", (("normalized", norm),))
 
 
-def _gemm_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _gemm_view(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recommendation],
                values: dict[str, Any]) -> None:
     _chart(js, "gemm_efficiency")
 
 
-def _al_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _al_view(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recommendation],
              values: dict[str, Any]) -> None:
     _chart(js, "al_vs_d")
 
 
-def _pareto_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _pareto_view(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recommendation],
                  values: dict[str, Any]) -> None:
     slo = float(values.get("slo") or 0)
     _chart(js, "pareto", (("slo", slo),))
@@ -263,15 +268,16 @@ def _pareto_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
                  hide_index=True, height=220)
 
 
-def _time_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _time_view(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recommendation],
                values: dict[str, Any]) -> None:
     _chart(js, "time_breakdown")
     st.caption(f"Attention is {ev.attention_fraction:.0%} of T_verif without speculation.")
 
 
-def _mechanisms_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _mechanisms_view(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recommendation],
                      values: dict[str, Any]) -> None:
-    best_each = charts.best_per_mechanism(rec)
+    rec_ = rec()
+    best_each = charts.best_per_mechanism(rec_)
     rows = [{"mechanism": o.mechanism_name, "D": o.draft_len, "speedup ×": round(o.speedup, 3),
              "80% band": f"{_fmt(o.speedup_low)}–{_fmt(o.speedup_high)}",
              "wins in (draws)": f"{o.win_share:.0%}",
@@ -300,12 +306,12 @@ def _mechanisms_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
                               for o in best_each))
     for o in best_each:
         st.caption(f"**{md_text(o.mechanism_name)}** — {md_text(o.availability_detail)}")
-    for slug, why in rec.unavailable.items():
+    for slug, why in rec_.unavailable.items():
         st.caption(f"**{md_text(_mechanism_name(slug))}: unavailable, not ranked** — "
                    f"{md_text(why)}")
 
 
-def _sources_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _sources_view(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recommendation],
                   values: dict[str, Any]) -> None:
     st.markdown("Where each number comes from:")
     st.markdown(f"- **AL evidence**: {md_text(ev.acceptance_evidence)}; decoding "
@@ -318,7 +324,7 @@ def _sources_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
                "tiles of 128 query rows per KV head (the article's kernels).")
 
 
-def _export_view(sc: Scenario, js: str, ev: Evaluation, rec: Recommendation,
+def _export_view(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recommendation],
                  values: dict[str, Any]) -> None:
     norm = (("normalized", bool(st.session_state.get(TILE_NORM_KEY, True))),)
     options: dict[str, charts.Options] = {
