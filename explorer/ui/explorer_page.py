@@ -202,7 +202,9 @@ def _surface_view(sc: Scenario, js: str, ev: Evaluation, rec: Callable[[], Recom
     mark = st.toggle("Mark the current point on the charts (redraws them on every move)",
                      key=MARK_POINT_KEY, value=False)
     if not mark:
-        st.caption(f"Current point: B = {sc.batch}, D = {sc.draft_len}, G = {ev.group:g} — "
+        g = (f"G = {ev.group_per_gpu:g}" if ev.group_per_gpu == ev.group else
+             f"G = {ev.group_per_gpu:g} per GPU ({ev.group:g} in the model, TP = {sc.tp})")
+        st.caption(f"Current point: B = {sc.batch}, D = {sc.draft_len}, {g} — "
                    f"speedup {_fmt(ev.speedup, '.2f', '×')}.")
     _chart(js, "speedup_heatmap", marked=mark)
     _surface_3d(js)
