@@ -30,6 +30,7 @@ from explorer.ui.text import md_text
 PINS = "_compare_pins"  # list[CompareItem] pinned in this session
 SAVED = "_compare_saved"  # id → StoredScenario added in this session
 SELECTION = "compare_selection"
+KEPT = "_compare_kept"  # the selection, kept while another page is shown
 MESSAGE = "_compare_message"
 MAX_ITEMS = 4
 MAX_PINS = 8
@@ -127,7 +128,7 @@ def _saved() -> dict[str, StoredScenario]:
 
 
 def _select(key: str) -> None:
-    chosen = list(st.session_state.get(SELECTION) or [])
+    chosen = list(st.session_state.get(SELECTION) or st.session_state.get(KEPT) or [])
     if key not in chosen:
         chosen.append(key)
     st.session_state[SELECTION] = chosen[-MAX_ITEMS:]
@@ -218,11 +219,16 @@ def render(scenario: Callable[[], Scenario | None], values: dict[str, Any]) -> N
     titles = {k: it.title for k, it in items.items()}
     titles.update({k: f"{r.name or '(unnamed)'} (?s={r.id[:8]}…, saved "
                       f"{r.created_at:%Y-%m-%d %H:%M})" for k, r in recent_keys.items()})
+    if SELECTION not in st.session_state and KEPT in st.session_state:
+        # The choice outlives a visit to another page (the sidebar is edited on the Explorer:
+        # a widget's own state is dropped while its page is not shown).
+        st.session_state[SELECTION] = list(st.session_state[KEPT])
     if SELECTION in st.session_state:
         st.session_state[SELECTION] = [k for k in st.session_state[SELECTION] if k in titles]
     chosen: list[str] = st.multiselect(
         "Scenarios to compare (two to four)", list(titles), key=SELECTION,
         max_selections=MAX_ITEMS, format_func=lambda k: titles.get(k, k))
+    st.session_state[KEPT] = list(chosen)
     for k in chosen:
         if k not in items:  # a recent saved one: load it now
             try:

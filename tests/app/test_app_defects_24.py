@@ -45,7 +45,11 @@ def test_compare_legend_names_what_differs_and_hides_the_sidebar_controls() -> N
     at = run_app()
     goto(at, "compare")
     at.button(key="compare_pin").click().run()
+    # the sidebar is edited on the Explorer now: the choice survives the visit
+    goto(at, "")  # the Explorer
     at.selectbox(key="mech").set_value("ngram").run()
+    goto(at, "compare")
+    assert at.multiselect(key="compare_selection").value == ["pin:1"]
     at.button(key="compare_pin").click().run()
     assert at.multiselect(key="compare_selection").value == ["pin:1", "pin:2"]
     spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
