@@ -127,7 +127,10 @@ def break_even_text(bd: BestDraftLen) -> str:
     # Memory, apart: the first B (below the speed threshold) whose speculative point does not
     # fit, though speed alone would pay there.
     mem = next((i for i in range(stop) if pays[i] and bd.best_draft_len[i] == 0), None)
-    if mem is not None:
+    if mem is not None and bd.max_batch_in_memory is None and not any(
+            d > 0 for d in bd.best_draft_len):
+        text += ". Memory, not speed, stops it: no batch fits in memory at this context"
+    elif mem is not None:
         fits_plain = bd.max_batch_in_memory is not None and b[mem] <= bd.max_batch_in_memory
         text += (f". Memory, not speed, stops it from B ≈ {b[mem]}: "
                  + ("the speculative point (draft weights, draft KV, the wider verify batch) "

@@ -134,7 +134,7 @@ def _answer(sc: Scenario, js: str, rec: Recommendation, values: dict[str, Any]) 
     st.markdown(
         f"**Break-even batch** for {sc.mechanism}: " + break_even_text(bd)
         + (f". At S={sc.context // 1024}K the largest batch that fits in memory is "
-           f"**B = {max_b}**." if max_b else ". No batch fits in memory at this context.")
+           f"**B = {max_b}**." if max_b else ".")  # the text says when nothing fits
     )
     with st.container(border=True):
         st.subheader("The five guidelines, evaluated here")
