@@ -308,6 +308,34 @@ class DeployResult(BaseModel):
         return next(p for p in self.policies if p.name == name)
 
 
+# A policy within this share of the fastest runnable one is preferred when it is simpler: a
+# batch schedule needs an engine that takes one (vLLM's num_speculative_tokens_per_batch_size
+# is on main only), and 2 % is inside the model's own timing error.
+SIMPLER_WITHIN = 0.02
+SIMPLER_NEEDS = {
+    "off": "no speculative config at all",
+    "static": "one fixed D, which every engine and release runs",
+    "batch_schedule": "an engine that takes a batch → D schedule (vLLM's "
+    "num_speculative_tokens_per_batch_size, on main only; TensorRT-LLM's draft_len_schedule)",
+}
+
+
+def simplest_within(result: DeployResult, names: tuple[str, ...],
+                    within: float = SIMPLER_WITHIN) -> tuple[str, str]:
+    """Among `names` (simplest first), the simplest policy whose tokens/s per GPU is within
+    `within` of the fastest of them, and why, in words."""
+    rates = {p.name: p.tokens_per_s_per_gpu for p in result.policies}
+    fastest = max(names, key=lambda n: (rates[n], -names.index(n)))
+    pick = next(n for n in names if rates[n] >= rates[fastest] * (1.0 - within))
+    if pick == fastest:
+        return pick, f"{pick} is the fastest policy an engine can run here."
+    gap = 1.0 - rates[pick] / rates[fastest]
+    return pick, (f"{pick} runs within {gap:.1%} of {fastest} ({rates[pick]:,.0f} vs "
+                  f"{rates[fastest]:,.0f} tokens/s per GPU, under the {within:.0%} the model "
+                  f"cannot tell apart) and needs {SIMPLER_NEEDS.get(pick, pick)}; {fastest} "
+                  f"would need {SIMPLER_NEEDS.get(fastest, fastest)}.")
+
+
 def _user_speeds(grid: StateGrid, idx: IntArray, penalty: float, mask: FloatArray | None = None
                  ) -> tuple[float, float, float]:
     tpot = np.take_along_axis(grid.tpot_s(penalty), idx[..., None], axis=-1)[..., 0]

@@ -40,6 +40,7 @@ class Evaluation(BaseModel):
     hbm_bytes: float
     fits_in_memory: bool
     group: float
+    group_per_gpu: float  # G one rank's attention kernel sees (what the guidelines read)
     layers: int
     verify_width: int
     breakdown: dict[str, dict[str, float]]
@@ -116,6 +117,7 @@ def evaluate(scenario: Scenario) -> Evaluation:
         hbm_bytes=m.r.hardware.hbm_bytes,
         fits_in_memory=bool(g.fits_in_memory.reshape(-1)[0]),
         group=m.r.group,
+        group_per_gpu=m.group_per_gpu,
         layers=m.r.layers,
         verify_width=scenario.width,
         breakdown={

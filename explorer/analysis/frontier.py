@@ -6,6 +6,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from explorer.analysis.uncertainty import speedup_draws
+from explorer.model.acceptance_source import quantiles
 from explorer.model.grid import scenario_model
 from explorer.specs.scenario import Scenario
 
@@ -37,6 +39,10 @@ class BestDraftLen(BaseModel):
     speed_best_speedup: list[float]
     break_even_batch: int | None  # smallest B from which no D ≥ 1 beats plain decoding
     max_batch_in_memory: int | None  # largest B of the grid whose plain decoding fits
+    # 80 % interval of the speed-best speedup per B (AL draws and timing error): where it
+    # spans 1 the B is "marginal", not "pays". Empty in records made before it existed.
+    speed_best_low: list[float] = []
+    speed_best_high: list[float] = []
 
 
 def _argmax_d(speedup: FloatArray) -> tuple[npt.NDArray[np.intp], FloatArray]:
@@ -71,6 +77,10 @@ def best_draft_len(
         break_even = int(b[paying[-1] + 1])
     al = g.acceptance_length[np.arange(len(b)), idx]
     fitting = np.nonzero(g.fits_in_memory[:, 0])[0]
+    rows = np.arange(len(b))
+    draws = speedup_draws(g, m.acceptance(d[None, :]), d[None, :])[:, rows, speed_idx]
+    low, high = quantiles(draws)
+    low, high = np.where(speed_idx == 0, 1.0, low), np.where(speed_idx == 0, 1.0, high)
     return BestDraftLen(
         batch=[int(x) for x in b],
         best_draft_len=[int(d[i]) for i in idx],
@@ -80,42 +90,52 @@ def best_draft_len(
         speed_best_speedup=[float(x) for x in speed_best],
         break_even_batch=break_even,
         max_batch_in_memory=int(b[fitting[-1]]) if fitting.size else None,
+        speed_best_low=[float(x) for x in low], speed_best_high=[float(x) for x in high],
     )
 
 
 def break_even_text(bd: BestDraftLen) -> str:
-    """Where speculation pays, in the terms of the best-D table (`best_draft_len`, among points
-    that fit in memory): the one decision behind the page's break-even sentence, so that the
-    sentence and the table cannot disagree. Where the table falls to D = 0 it says why: by speed,
-    or because the speculative point (draft weights, its KV, the verify batch) does not fit while
-    plain decoding does, or because nothing that large fits."""
-    b, best, speed = bd.batch, bd.best_draft_len, bd.speed_best_draft_len
-    pays = [d > 0 for d in best]
-    fits = [bd.max_batch_in_memory is not None and x <= bd.max_batch_in_memory for x in b]
-
-    def why(i: int) -> str:
-        if not fits[i]:
-            return "no batch that large fits in memory"
-        if speed[i] > 0:
-            return ("by speed alone it would still pay, but its extra memory (draft weights, "
-                    "draft KV, the wider verify batch) does not fit; plain decoding does")
-        return "no D ≥ 1 beats plain decoding"
-
-    if all(pays):
-        return f"speculation pays at every B from {b[0]} to {b[-1]}"
-    if not any(pays):
-        return f"speculation pays at no B from {b[0]} to {b[-1]} (best D = 0): {why(0)}"
-    last = max(i for i, p in enumerate(pays) if p)
-    gaps = [b[i] for i in range(last) if not pays[i]]
-    text = f"speculation pays up to **B ≈ {b[last]}**"
-    if gaps:
-        text += f" (not at every smaller B: best D = 0 at B = {', '.join(map(str, gaps[:5]))}" \
-            + (" …" if len(gaps) > 5 else "") + ")"
-    if last + 1 < len(b):
-        text += f"; from **B ≈ {b[last + 1]}** best D = 0 — {why(last + 1)}"
-        later = [i for i in range(last + 1, len(b)) if why(i) != why(last + 1)]
-        if later:
-            text += f"; from B ≈ {b[later[0]]}, {why(later[0])}"
+    """The break-even batch: the speed threshold from which no D ≥ 1 beats plain decoding
+    (`break_even_batch`, by speed alone), with "marginal" where the 80 % interval of the best
+    speedup spans 1×; then, named apart, where memory stops the speculative points (the
+    best-D table among points that fit falls to D = 0 there)."""
+    b = bd.batch
+    speed = bd.speed_best_speedup
+    be = bd.break_even_batch
+    pays = [s > 1.0 and d > 0 for s, d in zip(speed, bd.speed_best_draft_len, strict=True)]
+    if be is None:
+        text = f"by speed, speculation pays at every B from {b[0]} to {b[-1]}"
+        stop = len(b)
+    elif be == b[0] and not any(pays):
+        text = (f"by speed, speculation pays at no B from {b[0]} to {b[-1]}: no D ≥ 1 beats "
+                "plain decoding")
+        stop = 0
+    else:
+        stop = b.index(be)
+        text = (f"by speed, speculation pays up to **B ≈ {b[stop - 1]}**; from **B ≈ {be}** no "
+                "D ≥ 1 beats plain decoding")
+    if bd.speed_best_low and stop:
+        # marginal: the paying B from which on every paying B's interval spans 1×
+        unsure = [i for i in range(stop) if pays[i] and bd.speed_best_low[i] <= 1.0]
+        sure_after = [i for i in range(stop) if pays[i] and bd.speed_best_low[i] > 1.0]
+        first = next((i for i in unsure if not any(j > i for j in sure_after)), None)
+        if first is not None:
+            lo, hi = bd.speed_best_low[first], bd.speed_best_high[first]
+            text += (f" — **marginal** from B ≈ {b[first]} (its 80 % interval "
+                     f"{lo:.2f}–{hi:.2f}× spans 1×)" if first > 0 else
+                     " — **marginal** at every B where it pays (the 80 % interval spans 1×)")
+    # Memory, apart: the first B (below the speed threshold) whose speculative point does not
+    # fit, though speed alone would pay there.
+    mem = next((i for i in range(stop) if pays[i] and bd.best_draft_len[i] == 0), None)
+    if mem is not None and bd.max_batch_in_memory is None and not any(
+            d > 0 for d in bd.best_draft_len):
+        text += ". Memory, not speed, stops it: no batch fits in memory at this context"
+    elif mem is not None:
+        fits_plain = bd.max_batch_in_memory is not None and b[mem] <= bd.max_batch_in_memory
+        text += (f". Memory, not speed, stops it from B ≈ {b[mem]}: "
+                 + ("the speculative point (draft weights, draft KV, the wider verify batch) "
+                    "does not fit; plain decoding does" if fits_plain
+                    else "no batch that large fits in memory"))
     return text
 
 

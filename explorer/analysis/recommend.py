@@ -13,6 +13,7 @@ from explorer.analysis.uncertainty import speedup_draws
 from explorer.base.errors import ScenarioError
 from explorer.model.acceptance_source import quantiles
 from explorer.model.grid import scenario_model
+from explorer.model.kernels import ATTENTION_TILE_ROWS
 from explorer.presets import mechanism_presets
 from explorer.specs.scenario import Scenario
 
@@ -98,6 +99,9 @@ class Recommendation(BaseModel):
     worth_training: WorthTraining | None = None
 
 
+GUIDELINE_5_TITLE = "Choose the mechanism by measured speedup"
+
+
 def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recommendation:
     """Rank every enabled mechanism × D at this B and S by predicted speedup."""
     ranking: list[RankedOption] = []
@@ -165,16 +169,16 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
     if nothing_ready:
         explanation = ("Nothing that runs today fits here (every fitting drafter would have to "
                        "be trained first): plain decoding, 1.00×.")
-        g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=1.0,
-                       text=explanation, applies=True)
+        g5 = Guideline(id=5, title=GUIDELINE_5_TITLE, value=1.0, applies=True,
+                       text="nothing that runs today fits here: plain decoding.")
     elif best is None:
         # the fastest option that runs today (a head still to be trained is never the
         # headline, so its memory is not the one to fit): a drafter to train only where none runs
         runs_today = [o for o in ranking if o.availability != NOT_READY] or ranking
         max_batch, hints = fit_hints(scenario, runs_today[0].mechanism if runs_today else None)
         explanation = "No mechanism fits in memory at this operating point. " + " ".join(hints)
-        g5 = Guideline(id=5, title="Choose the mechanism by measured speedup", value=None,
-                       text=explanation, applies=True)
+        g5 = Guideline(id=5, title=GUIDELINE_5_TITLE, value=None, applies=True,
+                       text="no mechanism fits in memory here: see what would fit, above.")
     else:
         per_mech: dict[str, RankedOption] = {}
         for o in ranking:
@@ -188,15 +192,19 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
         verdict = "speculation pays" if best.speedup > 1.0 else "plain decoding is faster"
         extended = (", model-extended past the published/measured D"
                     if best.acceptance_model_extended else "")
+        cliff = cliff_note(candidate(scenario, best.mechanism), best.draft_len)
         explanation = (
             f"{best.mechanism_name} at D={best.draft_len}: {best.speedup:.2f}× "
             f"[{best.speedup_low:.2f}–{best.speedup_high:.2f}] "
             f"(AL {best.acceptance_length:.2f}{extended}, evidence: {best.acceptance_evidence}; "
             f"draft {best.draft_overhead_fraction:.0%} of the step; {best.availability}) — "
-            f"{verdict}. Next: {runner_text or 'none'}. {sure}"
+            f"{verdict}.{cliff} Next: {runner_text or 'none'}. {sure}"
         )
-        g5 = Guideline(id=5, title="Choose the mechanism by measured speedup",
-                       value=best.speedup, text=explanation, applies=True)
+        # The recommendation itself is shown once (the explanation); here only its pick.
+        g5 = Guideline(id=5, title=GUIDELINE_5_TITLE, value=best.speedup, applies=True,
+                       text=f"by predicted speedup here: {best.mechanism_name} at "
+                            f"D={best.draft_len}, {best.speedup:.2f}× (the recommendation says "
+                            "why and names the runner-ups).")
     return Recommendation(best=best,
                           best_if_trained=best_if_trained if best or nothing_ready else None,
                           ranking=ranking, guidelines=[*guide, g5],
@@ -244,6 +252,52 @@ def worth_training(scenario: Scenario, option: RankedOption, best: RankedOption 
         evidence=option.acceptance_evidence, evidence_how=evidence_how, beat=beat_name,
         beat_speedup=beat_speedup, required_al=need, required_feasible=feasible,
         chance_to_beat=chance, text=text)
+
+
+# A speedup that falls by more than this from D to D+1 is a cliff the "why" explains.
+CLIFF_DROP = 0.10
+CLIFF_COMPONENTS = {"gemm": "GEMM", "attention": "attention", "moe": "MoE experts",
+                    "communication": "all-reduce", "overhead": "per-step overhead",
+                    "lm_head": "lm_head"}
+
+
+def cliff_note(scenario: Scenario, draft_len: int) -> str:
+    """Why not D+1, where the speedup falls off a step: the verify step's component that
+    jumps, and the step it crosses — B·(1+D) tokens past a step of the GEMM/MoE times (the
+    measured table's or the roofline's), G·(1+D) rows per GPU past an attention tile, the
+    engine's CUDA-graph sizes for the per-step costs. Empty when D+1 is no cliff."""
+    m = scenario_model(scenario)
+    d_next = draft_len + 1
+    if d_next > m.r.mechanism.max_draft_len:
+        return ""
+    ds = np.asarray([draft_len, d_next], dtype=np.float64)
+    g = m.grid(scenario.batch, ds, with_breakdowns=True)
+    sp = np.ravel(g.speedup)
+    if not np.isfinite(sp).all() or sp[1] >= sp[0] * (1.0 - CLIFF_DROP):
+        return ""
+    jumps = {c: np.ravel(v) for c, v in g.verify_spec.items()}
+    comp = max(jumps, key=lambda c: float(jumps[c][1] - jumps[c][0]))
+    before, after = (float(x) for x in jumps[comp])
+    if after <= before:
+        return ""
+    b = scenario.batch
+    n0, n1 = (float(x) for x in np.ravel(m.verify_width(ds)) * b)
+    if comp == "attention":
+        gg = m.group_per_gpu
+        step = (f"G·(1+D) per GPU goes from {gg * (1 + draft_len):g} to {gg * (1 + d_next):g} "
+                f"rows, past a {ATTENTION_TILE_ROWS}-row tile")
+    elif comp in ("gemm", "lm_head", "moe"):
+        kind = "moe" if comp == "moe" else "gemm"
+        share = m.tables.tally.share(kind)
+        dtype = scenario.expert_dtype if comp == "moe" else scenario.dtype
+        source = (f"the measured {dtype.upper()} {'MoE' if comp == 'moe' else 'GEMM'} table "
+                  f"({m.tables.label()})" if share else
+                  f"the roofline's {'MoE' if comp == 'moe' else 'GEMM'} times")
+        step = (f"B·(1+D) goes from {n0:g} to {n1:g} tokens, across a step of {source}")
+    else:
+        step = f"B·(1+D) goes from {n0:g} to {n1:g} tokens"
+    return (f" Not D={d_next}: {sp[1]:.2f}× — {step}; {CLIFF_COMPONENTS.get(comp, comp)} "
+            f"time {before * 1e3:.1f} → {after * 1e3:.1f} ms (+{after / before - 1:.0%}).")
 
 
 def pick_best(ranking: list[RankedOption]) -> tuple[RankedOption | None, RankedOption | None]:
@@ -310,6 +364,64 @@ def _memory_with(scenario: Scenario, update: dict[str, object]) -> float | None:
     return float(np.ravel(alt.memory_bytes(scenario.batch, scenario.context, alt.r.group))[0])
 
 
+# One HGX/DGX board: TP within it runs over NVLink; past it a deployment spans nodes, which an
+# architect tries only after the changes that keep it on one board.
+GPUS_PER_NODE = 8
+
+
+def _max_tp(tp: int, q_heads: int) -> int:
+    while tp * 2 <= q_heads:
+        tp *= 2
+    return tp
+
+
+def _what_would_fit(cand: Scenario, q_heads: int, hbm: float) -> list[str]:
+    """What makes the point fit, in the order an architect tries it: one change on one node
+    (an FP8 KV cache, FP8 weights, the smallest TP ≤ 8 that fits); then FP8 weights, an FP8 KV
+    cache or both with the smallest TP on one node that fits (FP8 weights at TP=8 is how a
+    large model is deployed); only then TP past one node. The first found tier is named."""
+    tps = [cand.tp * 2**i for i in range(1, 8) if cand.tp * 2**i <= q_heads]
+    node = [t for t in tps if t <= GPUS_PER_NODE]
+    beyond = [t for t in tps if t > GPUS_PER_NODE]
+    fp8 = [(label, upd) for label, upd in FIT_ALTERNATIVES
+           if any(getattr(cand, k) != v for k, v in upd.items())]
+    both: list[tuple[str, dict[str, object]]] = (
+        [("FP8 weights and an FP8 KV cache", {k: v for _, u in fp8 for k, v in u.items()})]
+        if len(fp8) == 2 else [])
+
+    def first_tp(label: str, upd: dict[str, object], tp_list: list[int]) -> str | None:
+        for t in tp_list:
+            mem = _memory_with(cand, {**upd, "tp": t})
+            if mem is None:
+                return None
+            if mem <= hbm:
+                nodes = f", {t // GPUS_PER_NODE} nodes" if t > GPUS_PER_NODE else ""
+                return f"{label}{' at ' if label else ''}TP={t} ({mem / 1e9:,.0f} GB{nodes})"
+        return None
+
+    for tp_list in (node, beyond):
+        would: list[str] = []
+        if tp_list is node:  # the dtype changes alone, at the scenario's own TP
+            for label, upd in fp8:
+                mem = _memory_with(cand, upd)
+                if mem is not None and mem <= hbm:
+                    would.append(f"{label} ({mem / 1e9:,.0f} GB)")
+        hit = first_tp("", {}, tp_list)
+        if hit is not None:
+            would.append(hit)
+        if would:
+            return would
+        combo_tps = [cand.tp, *tp_list] if tp_list is node else tp_list
+        for label, upd in [*fp8[::-1], *both]:  # FP8 weights first: the standard deployment
+            hit = first_tp(label, upd, combo_tps)
+            if hit is not None:
+                would.append(hit)
+                break
+        if would:
+            return would
+    return []
+
+
 def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[str]]:
     """When nothing fits: the largest B at which the fastest option (`slug`) and plain decoding
     fit, and which of an FP8 KV cache, FP8 weights or more TP would fit at this B."""
@@ -336,31 +448,11 @@ def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[st
         hints.append(f"No batch fits with {name} at this context"
                      + (f"; plain decoding fits up to B={int(b[plain_fits[-1]])}."
                         if plain_fits.size else ", nor does plain decoding."))
-    alternatives = [(label, upd) for label, upd in FIT_ALTERNATIVES
-                    if any(getattr(cand, k) != v for k, v in upd.items())]
-    tp = cand.tp
-    while tp * 2 <= m.r.model.q_heads and len(alternatives) < len(FIT_ALTERNATIVES) + 3:
-        tp *= 2
-        alternatives.append((f"TP={tp}", {"tp": tp}))
-    would: list[str] = []
-    for label, upd in alternatives:
-        mem = _memory_with(cand, upd)
-        if mem is not None and mem <= hbm:
-            would.append(f"{label} ({mem / 1e9:,.0f} GB)")
-            if label.startswith("TP="):
-                break  # the smallest TP that fits is the one to name
-    if not would:  # one change is not enough: an FP8 KV cache with more TP
-        tp = cand.tp
-        while tp * 2 <= m.r.model.q_heads and not would:
-            tp *= 2
-            mem = _memory_with(cand, {"kv_dtype": "fp8", "tp": tp})
-            if mem is None:
-                break
-            if mem <= hbm:
-                would.append(f"an FP8 KV cache and TP={tp} ({mem / 1e9:,.0f} GB)")
+    would = _what_would_fit(cand, m.r.model.q_heads, hbm)
     if would:
         hints.append(f"It would fit at B={cand.batch} with " + " or ".join(would) + ".")
     else:
-        hints.append(f"Neither an FP8 KV cache, FP8 weights nor TP up to {tp} makes B="
-                     f"{cand.batch} fit: lower B or S.")
+        hints.append(f"Neither an FP8 KV cache, FP8 weights nor TP up to "
+                     f"{_max_tp(cand.tp, m.r.model.q_heads)} makes B={cand.batch} fit: lower B "
+                     "or S.")
     return max_batch, hints

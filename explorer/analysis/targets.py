@@ -93,6 +93,21 @@ def token_cost(usd_per_gpu_hour: float, evaluation: Evaluation) -> TokenCost | N
     )
 
 
+def slo_cost(usd_per_gpu_hour: float, answer: SloAnswer) -> TokenCost | None:
+    """The cost at the SLO answer's own points (with and without speculation, each at its B
+    and D), not at the sidebar's point; None when no price is set (≤ 0)."""
+    if not usd_per_gpu_hour > 0:
+        return None
+    spec, plain = answer.with_speculation, answer.without_speculation
+    return TokenCost(
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        with_speculation_usd_per_million_tokens=usd_per_million_tokens(
+            usd_per_gpu_hour, spec.tokens_per_s_per_gpu if spec is not None else None),
+        without_speculation_usd_per_million_tokens=usd_per_million_tokens(
+            usd_per_gpu_hour, plain.tokens_per_s_per_gpu if plain is not None else None),
+    )
+
+
 def operating_point(evaluation: Evaluation) -> tuple[float, float] | None:
     """(tokens/s per user, tokens/s per GPU) of the evaluated point, for the Pareto charts;
     None where the speedup is undefined (no AL at this D)."""

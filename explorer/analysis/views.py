@@ -64,30 +64,60 @@ def group_surface(scenario: Scenario, d_max: int = VIEW_MAX_DRAFT_LEN) -> Surfac
 @dataclass(frozen=True)
 class TileCurve:
     label: str
-    group: float
+    group: float  # G per GPU: query rows per KV head that one rank's kernel tiles
     context: int
     draft_len: FloatArray
     time_s: FloatArray
     normalized_throughput: FloatArray  # verified tokens/s relative to D = 0
 
+    @property
+    def steps(self) -> list[float]:
+        """The tile boundaries this curve actually steps at: D where G·(1+D) = 128·k and the
+        time of D+1 exceeds D's (while memory-bound a padded tile costs nothing, so only
+        some boundaries show; the chart marks those, not every 128·k)."""
+        t = self.time_s
+        out: list[float] = []
+        for d in tile_boundaries(self.group, int(self.draft_len[-1])):
+            i = round(d)
+            if float(d).is_integer() and i + 1 < len(t) and t[i + 1] > t[i] * (1 + STEP_RISE):
+                out.append(d)
+        return out
+
+
+# A rise smaller than this between D and D+1 is not a step a reader sees on the chart.
+STEP_RISE = 0.005
+
 
 def tile_steps(scenario: Scenario, groups: tuple[float, ...] | None = None,
                contexts: tuple[int, ...] | None = None,
                d_max: int = VIEW_MAX_DRAFT_LEN) -> list[TileCurve]:
-    """One attention layer's time vs D (the article's Fig. 4/5): flat, then 128-row steps."""
+    """One attention layer's time vs D (the article's Fig. 4/5): flat, then 128-row steps.
+    Without `groups`: the scenario's own attention layer as the cost model times it (its
+    engine's measured table where one covers it, MLA included) at its G per GPU; with them,
+    the article's hypothetical G per GPU on the roofline kernel."""
     m = scenario_model(scenario)
     hw, model = m.r.hardware, m.r.model
     d = np.arange(0, d_max + 1, dtype=np.float64)
     out: list[TileCurve] = []
-    for g in groups or (m.r.group,):
-        for s in contexts or (scenario.context,):
+    for s in contexts or (scenario.context,):
+        if groups is None:
+            g = m.group_per_gpu
+            t = np.asarray(m.target.attention(np.asarray(float(scenario.batch)), 1.0 + d,
+                                              np.asarray(float(s)), np.asarray(m.r.group)),
+                           dtype=np.float64)
+            out.append(_tile_curve(g, s, d, t))
+            continue
+        for g in groups:
             kv = max(1.0, model.q_heads / g / scenario.tp)
-            kt = attention_time(hw, scenario.batch, s, kv, g, 1.0 + d, model.head_dim,
-                                kv_dtype=scenario.kv_dtype)
-            t = kt.time_s
-            thr = (1.0 + d) / t
-            out.append(TileCurve(f"G={g:g}, S={s // 1024}K", g, s, d, t, thr / thr[0]))
+            t = attention_time(hw, scenario.batch, s, kv, g, 1.0 + d, model.head_dim,
+                               kv_dtype=scenario.kv_dtype).time_s
+            out.append(_tile_curve(g, s, d, t))
     return out
+
+
+def _tile_curve(g: float, s: int, d: FloatArray, t: FloatArray) -> TileCurve:
+    thr = (1.0 + d) / t
+    return TileCurve(f"G={g:g} per GPU, S={s // 1024}K", g, s, d, t, thr / thr[0])
 
 
 def tile_boundaries(group: float, d_max: int = VIEW_MAX_DRAFT_LEN) -> list[float]:
@@ -182,9 +212,9 @@ def al_curves(scenario: Scenario, d_max: int = VIEW_MAX_DRAFT_LEN) -> list[ALSer
     for slug, mech in mechanism_presets().items():
         out.append(ALSeries("prior", slug, f"{mech.name} (prior)", prior_al(mech, d, m.r.model),
                             d))
-    if scenario.acceptance.kind != "prior":
-        out.append(ALSeries("scenario", scenario.mechanism,
-                            f"{m.r.mechanism.name} (this scenario)", m.acceptance(d), d))
+    # Always: the legend's first entry is the AL this scenario computes with (its prior too).
+    out.append(ALSeries("scenario", scenario.mechanism,
+                        f"{m.r.mechanism.name} (this scenario)", m.acceptance(d), d))
     for c in sample_curves().values():
         out.append(ALSeries("sample", c.mechanism or "", c.label, c))
     return out

@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from explorer.calibration._shared import CalibrationError
-from explorer.calibration.kernel_efficiencies import fit_kernel_efficiencies
+from explorer.calibration.kernel_efficiencies import Calibration, fit_kernel_efficiencies
 from explorer.calibration.step_overheads import fit_step_overheads
 from explorer.model.grid import scenario_model
 from explorer.specs.measured import AcceptanceCurve, ParseResult
@@ -43,6 +43,12 @@ def measured_curve(scenario: Scenario, result: ParseResult) -> AcceptanceCurve |
         return None
     index = result.default_curve_index(scenario.mechanism)
     return result.curves[index] if index is not None else curves[0]
+
+
+def calibration_helps(cal: Calibration) -> bool:
+    """A kernel calibration is applied only where it predicts the measured timings better
+    (lower MAPE) than the preset it replaces (the page offers no Apply otherwise)."""
+    return cal.mape_after < cal.mape_before
 
 
 def apply_measured_file(scenario: Scenario, result: ParseResult, source: str,
@@ -71,10 +77,11 @@ def apply_measured_file(scenario: Scenario, result: ParseResult, source: str,
                 cal = fit_kernel_efficiencies(model.r.hardware, t.gemm, t.attention)
             except CalibrationError as exc:
                 raise MeasuredFileError(f"'{source}': {exc}") from None
-            label = (f"{cal.overrides.label} from {source}; MAPE {cal.mape_before:.1f}% → "
-                     f"{cal.mape_after:.1f}%")
-            update["hardware_overrides"] = cal.overrides.model_copy(
-                update={"label": label[:MAX_LABEL]})
+            if calibration_helps(cal):  # a fit that predicts worse than the preset: not used
+                label = (f"{cal.overrides.label} from {source}; MAPE {cal.mape_before:.1f}% → "
+                         f"{cal.mape_after:.1f}%")
+                update["hardware_overrides"] = cal.overrides.model_copy(
+                    update={"label": label[:MAX_LABEL]})
         if "times" in uses:  # calibrated efficiencies cover every kernel; measured shapes
             update["measured_kernels"] = t  # are used as measured
     elif result.step_timings is not None:

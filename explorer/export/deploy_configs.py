@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from explorer.analysis.deploy import DeployResult
+from explorer.analysis.deploy import DeployResult, simplest_within
 from explorer.export.engine_configs import (
     SglangConfig,
     TensorRTLLMConfig,
@@ -63,9 +63,9 @@ class PolicyExport(BaseModel):
 
 
 def chosen_policy(result: DeployResult) -> str:
-    """The fastest policy every engine with a batch schedule can run (ties: the simpler)."""
-    rates = {p.name: p.tokens_per_s_per_gpu for p in result.policies}
-    return max(EXPRESSIBLE, key=lambda n: (rates[n], -EXPRESSIBLE.index(n)))
+    """The simplest policy an engine can run within 2 % of the fastest such one
+    (analysis/deploy.py simplest_within says why)."""
+    return simplest_within(result, EXPRESSIBLE)[0]
 
 
 def _batch_draft_lens(result: DeployResult, policy: str) -> list[int]:

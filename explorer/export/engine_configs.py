@@ -298,7 +298,12 @@ def trtllm_config(slug: str, draft_len: int, schedule: list[tuple[int, int]],
     elif positive:
         # llm_args.py @0004396: {max_batch: draft_len}, keys are inclusive upper bounds, the
         # smallest key maps to max_draft_len, above the largest key speculation is off.
-        spec["draft_len_schedule"] = positive
+        # Releases that validate the schedule require a key 1 mapping to max_draft_len
+        # (llm_args.py: "draft_len_schedule must include batch_size=1 … Add {1:
+        # <max_draft_len>}"); with upper-bound keys it changes nothing (B = 1 is within the
+        # first bound, which runs max_draft_len).
+        spec["draft_len_schedule"] = {1: draft_len, **positive} if 1 not in positive \
+            else positive
         notes.append("draft_len_schedule keys are batch-size upper bounds (llm_args.py @0004396); "
                      "releases before that read them as lower thresholds — check yours.")
     if mech.uses_target_mtp_layers:

@@ -61,6 +61,25 @@ def join_nonempty(parts: Iterable[str | None], sep: str = " · ") -> str:
     return sep.join(p for p in parts if p)
 
 
+def report_al_bounds(col: Collector, label: str, draft_lens: Sequence[int],
+                     als: Sequence[float], rows: Sequence[int | None],
+                     fields: Sequence[str | None]) -> bool:
+    """Name every point with AL outside [1, 1 + D] (or not finite); True when none is. Also
+    called on the readable rows of a curve that other errors (a bad D) already refuse, so
+    that a file's problems are all reported at once."""
+    within = al_within_bounds(als, draft_lens)
+
+    def bound_problem(i: int) -> tuple[str, int | None, str | None]:
+        d, a = draft_lens[i], als[i]
+        if not math.isfinite(a):
+            return f"{label}: AL at D={d} is not a finite number", rows[i], fields[i]
+        return (f"{label}: AL {a:g} at D={d} is outside [1, {1 + d}] (AL counts the bonus "
+                "token, so 1 <= AL <= 1 + D)", rows[i], fields[i])
+
+    col.add_each("error", [int(i) for i in np.flatnonzero(~within)], bound_problem)
+    return bool(within.all())
+
+
 def build_curve(
     col: Collector,
     *,
@@ -95,17 +114,7 @@ def build_curve(
         return None
     rows_ = list(rows) if rows is not None else [None] * n
     fields_ = list(fields) if fields is not None else ["AL"] * n
-    within = al_within_bounds(als, draft_lens)
-    ok = bool(within.all())
-
-    def bound_problem(i: int) -> tuple[str, int | None, str | None]:
-        d, a = draft_lens[i], als[i]
-        if not math.isfinite(a):
-            return f"{label}: AL at D={d} is not a finite number", rows_[i], fields_[i]
-        return (f"{label}: AL {a:g} at D={d} is outside [1, {1 + d}] (AL counts the bonus "
-                "token, so 1 <= AL <= 1 + D)", rows_[i], fields_[i])
-
-    col.add_each("error", [int(i) for i in np.flatnonzero(~within)], bound_problem)
+    ok = report_al_bounds(col, label, draft_lens, als, rows_, fields_)
     for i in range(1, n):
         if ok and als[i] < als[i - 1] - 1e-12:
             col.warn(

@@ -26,6 +26,7 @@ from explorer.measured._curve_groups import (
 )
 from explorer.measured._curves import (
     build_curve,
+    report_al_bounds,
 )
 from explorer.measured._mechanisms import (
     parse_draft_style,
@@ -111,6 +112,10 @@ def parse_text(name: str, text: str) -> ParseResult:
                 )
                 dup = True
         if dup or not usable or len(usable) != len(idx):
+            # refused already; its readable rows' AL bounds are named now, not after a fix
+            report_al_bounds(col, label, [int(d.values[i]) for i in usable],
+                             [float(al.values[i]) for i in usable],
+                             [int(tab.rows[i]) for i in usable], [al_col] * len(usable))
             continue
         style = group.inferred_style
         if style_col is not None:

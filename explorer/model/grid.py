@@ -225,6 +225,13 @@ class ScenarioModel:
 
     # -- pieces -----------------------------------------------------------------------
     @property
+    def group_per_gpu(self) -> float:
+        """G as one GPU's attention kernel sees it: query heads per KV head on one TP rank
+        (KV heads replicate when TP > n_kv; MLA's one latent head takes all the rank's query
+        heads). The cost model and every text that explains it read this one number."""
+        return float(np.ravel(self.target.heads_per_rank(np.asarray([self.r.group]))[2])[0])
+
+    @property
     def rho_native(self) -> float:
         r = self.r
         return native_draft_layers(r.mechanism, r.model, r.draft_model) / r.layers

@@ -31,6 +31,7 @@ from explorer.ui.text import md_text
 PINS = "_compare_pins"  # list[CompareItem] pinned in this session
 SAVED = "_compare_saved"  # id → StoredScenario added in this session
 SELECTION = "compare_selection"
+KEPT = "_compare_kept"  # the selection, kept while another page is shown
 MESSAGE = "_compare_message"
 MAX_ITEMS = 4
 MAX_PINS = 8
@@ -90,6 +91,27 @@ def differing_inputs(items: Sequence[CompareItem]) -> pd.DataFrame:
                                   columns=[_letter(i) for i in range(len(items))])
 
 
+# The inputs a legend names by symbol (the rest by their field path).
+SHORT_NAMES = {"mechanism": "", "draft_len": "D", "batch": "B", "context": "S", "group": "G",
+               "tp": "TP", "hardware": "", "model": "", "engine": "", "dtype": "weights",
+               "kv_dtype": "KV", "draft_model": "draft"}
+
+
+def legend_labels(diff: pd.DataFrame, n: int, most: int = 3) -> list[str]:
+    """Each scenario's chart label: its letter and the inputs that tell it apart (the
+    mechanism first), e.g. "A: eagle3, D=3" — a letter alone made the reader look it up."""
+    order = sorted(diff.index, key=lambda k: (k != "mechanism", k != "draft_len", k))[:most]
+    out = []
+    for i in range(n):
+        parts = []
+        for k in order:
+            v = str(diff.iloc[:, i][k])[:24]
+            short = SHORT_NAMES.get(k, k)
+            parts.append(v if short == "" else f"{short}={v}")
+        out.append(f"{_letter(i)}: {', '.join(parts)}" if parts else _letter(i))
+    return out
+
+
 def _letter(i: int) -> str:
     return string.ascii_uppercase[i]
 
@@ -110,7 +132,7 @@ def _saved() -> dict[str, StoredScenario]:
 
 
 def _select(key: str) -> None:
-    chosen = list(st.session_state.get(SELECTION) or [])
+    chosen = list(st.session_state.get(SELECTION) or st.session_state.get(KEPT) or [])
     if key not in chosen:
         chosen.append(key)
     st.session_state[SELECTION] = chosen[-MAX_ITEMS:]
@@ -166,7 +188,14 @@ def _recent() -> list[ScenarioSummary]:
     return [r for r in listed if isinstance(r, ScenarioSummary)]
 
 
+# The sidebar holds the Explorer's current scenario, which this page compares only once
+# pinned: its controls are hidden here (kept rendered, so their values survive the visit), the
+# page navigation stays.
+HIDE_SIDEBAR_CONTROLS = ("<style>[data-testid='stSidebarUserContent']{display:none}</style>")
+
+
 def render(scenario: Callable[[], Scenario | None], values: dict[str, Any]) -> None:
+    st.html(HIDE_SIDEBAR_CONTROLS)
     st.title("Compare scenarios")
     st.caption("Two to four scenarios side by side: saved ones (by id or link) or the current "
                "one pinned. The table lists only the inputs that differ; the charts overlay "
@@ -174,7 +203,10 @@ def render(scenario: Callable[[], Scenario | None], values: dict[str, Any]) -> N
     left, right = st.columns([2, 3], vertical_alignment="bottom")
     left.button("Pin the current scenario", key="compare_pin", icon=":material/push_pin:",
                 on_click=_pin, args=(scenario, values),
-                help="Adds the sidebar's scenario (with its uploaded data) to the choices")
+                help="Adds the Explorer's scenario (with its uploaded data) to the choices")
+    left.caption("Current (the Explorer's sidebar, hidden here): " + md_text(
+        f"{values.get('mech')} · {values.get('m')} on {values.get('hw')} ×{values.get('tp')} · "
+        f"B={values.get('b')} D={values.get('d')}"))
     with right:
         c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
         c1.text_input("Add a saved scenario (id or ?s= link)", key="compare_add_id",
@@ -191,11 +223,16 @@ def render(scenario: Callable[[], Scenario | None], values: dict[str, Any]) -> N
     titles = {k: it.title for k, it in items.items()}
     titles.update({k: f"{r.name or '(unnamed)'} (?s={r.id[:8]}…, saved "
                       f"{r.created_at:%Y-%m-%d %H:%M})" for k, r in recent_keys.items()})
+    if SELECTION not in st.session_state and KEPT in st.session_state:
+        # The choice outlives a visit to another page (the sidebar is edited on the Explorer:
+        # a widget's own state is dropped while its page is not shown).
+        st.session_state[SELECTION] = list(st.session_state[KEPT])
     if SELECTION in st.session_state:
         st.session_state[SELECTION] = [k for k in st.session_state[SELECTION] if k in titles]
     chosen: list[str] = st.multiselect(
         "Scenarios to compare (two to four)", list(titles), key=SELECTION,
         max_selections=MAX_ITEMS, format_func=lambda k: titles.get(k, k))
+    st.session_state[KEPT] = list(chosen)
     for k in chosen:
         if k not in items:  # a recent saved one: load it now
             try:
@@ -216,8 +253,9 @@ def render(scenario: Callable[[], Scenario | None], values: dict[str, Any]) -> N
 
 def _comparison(selected: list[CompareItem]) -> None:
     evaluated: list[tuple[CompareItem, Evaluation, cf.CompareSeries]] = []
+    labels = legend_labels(differing_inputs(selected), len(selected))
     for i, it in enumerate(selected):
-        label = _letter(i)
+        label = labels[i]
         try:
             ev, one = _compute(it.scenario.model_dump_json(), label)
         except (ScenarioError, ValueError) as exc:

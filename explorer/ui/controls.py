@@ -128,13 +128,16 @@ def _widget(s: Setting, v: dict[str, Any]) -> Any:
     if s.applies_when is not None:
         other, wanted = s.applies_when
         common["disabled"] = v.get(other) != wanted
+    # A value the session holds already (a link, Apply, a saved scenario set it) wins over a
+    # default; passing one beside it makes Streamlit log that the widget had both.
+    held = s.key in st.session_state
     if s.kind == "slider":
         lo, hi = s.view_range or (0, 0)
         if s.value_type is int:
-            return sb.slider(s.label, int(lo), int(hi), int(s.default), int(s.step or 1),
-                             **common)
-        return sb.slider(s.label, float(lo), float(hi), float(s.default), float(s.step or 1),
-                         **common)
+            return sb.slider(s.label, int(lo), int(hi), None if held else int(s.default),
+                             int(s.step or 1), **common)
+        return sb.slider(s.label, float(lo), float(hi), None if held else float(s.default),
+                         float(s.step or 1), **common)
     if s.kind == "number":
         lo, hi = s.view_range or (0.0, 0.0)
         return sb.number_input(s.label, float(lo), float(hi), float(s.default),
@@ -155,7 +158,8 @@ def _widget(s: Setting, v: dict[str, Any]) -> Any:
     if s.kind == "radio":
         return sb.radio(s.label, options, horizontal=True, format_func=fmt, **common)
     if s.kind == "select_slider":
-        return sb.select_slider(s.label, options, value=s.default, format_func=fmt, **common)
+        return sb.select_slider(s.label, options, value=None if held else s.default,
+                                format_func=fmt, **common)
     # The session's value wins over `index` (a keyed widget); index 0 then says so to Streamlit,
     # which logs a warning for a default given beside a value set in the session.
     index = 0 if named and s.key in st.session_state else options.index(s.default)

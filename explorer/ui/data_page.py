@@ -17,7 +17,7 @@ from explorer.calibration import (
     back_out_draft_cost,
     fit_kernel_efficiencies,
 )
-from explorer.calibration.measured_file import apply_measured_file
+from explorer.calibration.measured_file import apply_measured_file, calibration_helps
 from explorer.measured import FORMATS, ParseResult, json_schema, parse_bytes
 from explorer.model.grid import scenario_model
 from explorer.specs.measured import KernelTimings, StepTimings
@@ -121,6 +121,7 @@ def _curves_section(loaded: dict[str, ParseResult]) -> None:
     st.plotly_chart(fig, width="stretch", key="fig_uploaded_al")
 
 
+
 def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
     files = [(n, r) for n, r in loaded.items() if r.kernel_timings is not None]
     if not files:
@@ -143,10 +144,17 @@ def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> 
         fig = calibration_figure(cal)
         st.plotly_chart(fig, width="stretch", key="fig_calibration")
         cols = st.columns(2)
-        if cols[0].button("Apply calibrated hardware to the explorer", key="apply_cal"):
-            # what the file does to a scenario: one decision, shared with the CLI
-            st.session_state[OVERRIDES] = apply_measured_file(
-                scenario, result, name, {"calibrate"}).hardware_overrides
+        if calibration_helps(cal):
+            if cols[0].button("Apply calibrated hardware to the explorer", key="apply_cal"):
+                # what the file does to a scenario: one decision, shared with the CLI
+                st.session_state[OVERRIDES] = apply_measured_file(
+                    scenario, result, name, {"calibrate"}).hardware_overrides
+        else:  # a fit that predicts these timings worse than the preset is not offered
+            cols[0].warning(md_text(
+                f"Not offered: the calibrated hardware predicts these timings worse than the "
+                f"preset (MAPE {cal.mape_before:.1f}% → {cal.mape_after:.1f}%); the preset "
+                "stays. Use the measured kernel times where shapes match instead."),
+                icon=":material/block:")
         if cols[1].button("Back to the preset", key="clear_cal"):
             st.session_state[OVERRIDES] = None
     c2 = st.columns(2)

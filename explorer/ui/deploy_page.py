@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 from pydantic import ValidationError
 
-from explorer.analysis.deploy import DeployResult, deploy
+from explorer.analysis.deploy import DeployResult, deploy, simplest_within
 from explorer.analysis.inverse import (
     BreakEven,
     Requirement,
@@ -19,7 +19,7 @@ from explorer.analysis.inverse import (
     required_to_beat,
 )
 from explorer.base.errors import ScenarioError
-from explorer.export.deploy_configs import export_policy
+from explorer.export.deploy_configs import EXPRESSIBLE, export_policy
 from explorer.presets import mechanism_presets, sample_curves
 from explorer.specs.deployment import (
     DEFAULT_NOTES,
@@ -267,12 +267,17 @@ def render(sc: Scenario | None) -> None:
         return
     chosen = export_policy(sc, result)
     best = result.policy(chosen.policy)
-    c = st.columns(4)
-    c[0].metric("Policy to run", POLICY_LABELS[chosen.policy])
-    c[1].metric("Tokens/s per GPU", f"{best.tokens_per_s_per_gpu:,.0f}",
+    # The headline on a line of its own: as a metric in a quarter column its label was cut.
+    st.subheader(f"Policy to run: {POLICY_LABELS[chosen.policy]}"
+                 + (f", D = {result.schedule.static_draft_len}"
+                    if chosen.policy == "static" else ""), anchor=False)
+    c = st.columns(3)
+    c[0].metric("Tokens/s per GPU", f"{best.tokens_per_s_per_gpu:,.0f}",
                 f"{best.speedup:.2f}× vs off", delta_color="off")
-    c[2].metric("Tokens/s per user p90", f"{best.tokens_per_s_per_user_p90:,.1f}")
-    c[3].metric("Gap to oracle", f"{best.gap_to_oracle:.1%}")
+    c[1].metric("Tokens/s per user p90", f"{best.tokens_per_s_per_user_p90:,.1f}")
+    c[2].metric("Gap to oracle", f"{best.gap_to_oracle:.1%}")
+    st.caption(md_text("Why this policy: the simplest within 2 % of the fastest an engine runs "
+                       "— " + simplest_within(result, EXPRESSIBLE)[1]))
     st.dataframe(policy_table(result), hide_index=True, width="stretch", key="dp_policies")
     st.caption("p50 / p90 per user: the speed that 50 % / 90 % of user-time gets at least "
                "(1 / the 50th / 90th percentile of time per output token; each state weighted "

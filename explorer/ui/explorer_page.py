@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ from explorer.analysis.evaluate import Evaluation
 from explorer.analysis.fallbacks import with_fallbacks
 from explorer.analysis.frontier import break_even_text
 from explorer.analysis.recommend import Recommendation
-from explorer.analysis.targets import OperatingPoint, slo_answer, token_cost
+from explorer.analysis.targets import OperatingPoint, slo_answer, slo_cost, token_cost
 from explorer.base.errors import ScenarioError
 from explorer.interfaces import view_state as us
 from explorer.interfaces.view_state import view_scenario
@@ -47,13 +48,10 @@ def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = No
     if overrides is not None:
         sc = sc.model_copy(update={"hardware_overrides": overrides})
         notes.append(f"Hardware calibrated to your timings: {overrides.label}")
-    # The cached evaluation is the check: render() reuses its result.
-    sc, fallbacks = with_fallbacks(sc, lambda s: _evaluate(s))
+    # The cached evaluation is the check: render() reuses its result (the ranking is not
+    # needed to tell whether a scenario can be evaluated, and comes after the first chart).
+    sc, fallbacks = with_fallbacks(sc, lambda s: charts.evaluation(s))
     return sc, notes + [f.note for f in fallbacks]
-
-
-def _evaluate(key: charts.Key) -> tuple[Evaluation, Recommendation]:
-    return charts.evaluation(key), charts.recommendation(key)
 
 
 def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
@@ -81,7 +79,7 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     for n in notes:
         st.warning(n, icon=":material/warning:")
     js: charts.Key = sc  # the caches key on the frozen scenario (its hash), not on its JSON
-    ev, rec = _evaluate(js)
+    ev = charts.evaluation(js)
 
     c = st.columns(5)
     band = (f"80%: {_fmt(ev.speedup_low)}–{_fmt(ev.speedup_high)}×"
@@ -118,6 +116,15 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         st.warning(f"**Suspicious kernel table:** {md_text(flag.message)}",
                    icon=":material/rule:")
 
+    # The answer (ranking, break-even, guidelines) is laid out here but filled after the view:
+    # the first chart reaches the browser (and starts plotly's download) before that work.
+    answer = st.container()
+    _view_switcher(sc, js, ev, lambda: charts.recommendation(js), values)
+    with answer:
+        _answer(sc, js, charts.recommendation(js), values)
+
+
+def _answer(sc: Scenario, js: charts.Key, rec: Recommendation, values: dict[str, Any]) -> None:
     best = rec.best
     if best is not None:
         # The explanation names the target, which a link (`cm`) or a config file may name.
@@ -136,7 +143,7 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
     st.markdown(
         f"**Break-even batch** for {sc.mechanism}: " + break_even_text(bd)
         + (f". At S={sc.context // 1024}K the largest batch that fits in memory is "
-           f"**B = {max_b}**." if max_b else ". No batch fits in memory at this context.")
+           f"**B = {max_b}**." if max_b else ".")  # the text says when nothing fits
     )
     with st.container(border=True):
         st.subheader("The five guidelines, evaluated here")
@@ -144,15 +151,13 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
             f"{'▶' if g.applies else '·'} **{g.id}. {g.title}** — {md_text(g.text)}"
             for g in rec.guidelines))
 
-    _view_switcher(sc, js, ev, rec, values)
-
 
 VIEW_LABELS = us.VIEW_TITLES  # each view's key (`vw`) and title: declared once there
 SHOW_3D_KEY = "show_3d"
 TILE_NORM_KEY = "tile_norm"
 
 
-def _view_switcher(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
+def _view_switcher(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
                    values: dict[str, Any]) -> None:
     """One view at a time: only its data is computed, its charts built, sent and drawn. The
     choice is bound to the link (`vw`, explorer/interfaces/view_state.py); a link without it
@@ -194,7 +199,7 @@ MARK_POINT_KEY = "mark_point"
 
 
 @st.fragment
-def _surface_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
+def _surface_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
                   values: dict[str, Any]) -> None:
     """The heatmaps do not depend on D (the (B, D) one not on B either): left unmarked, they stay
     drawn while the sliders move; marked, both are drawn anew on every move (a fragment: the
@@ -202,7 +207,9 @@ def _surface_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendat
     mark = st.toggle("Mark the current point on the charts (redraws them on every move)",
                      key=MARK_POINT_KEY, value=False)
     if not mark:
-        st.caption(f"Current point: B = {sc.batch}, D = {sc.draft_len}, G = {ev.group:g} — "
+        g = (f"G = {ev.group_per_gpu:g}" if ev.group_per_gpu == ev.group else
+             f"G = {ev.group_per_gpu:g} per GPU ({ev.group:g} in the model, TP = {sc.tp})")
+        st.caption(f"Current point: B = {sc.batch}, D = {sc.draft_len}, {g} — "
                    f"speedup {_fmt(ev.speedup, '.2f', '×')}.")
     _chart(js, "speedup_heatmap", marked=mark)
     _surface_3d(js)
@@ -217,7 +224,7 @@ def _surface_3d(js: charts.Key) -> None:
 
 
 @st.fragment
-def _tiles_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
+def _tiles_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
                 values: dict[str, Any]) -> None:
     norm = st.toggle("Normalized throughput", value=True, key=TILE_NORM_KEY)
     _chart(js, "tile_steps_current", (("normalized", norm),))
@@ -225,29 +232,39 @@ def _tiles_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendatio
     _chart(js, "tile_steps_article", (("normalized", norm),))
 
 
-def _gemm_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
+def _gemm_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
                values: dict[str, Any]) -> None:
     _chart(js, "gemm_efficiency")
 
 
-def _al_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
+def _al_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
              values: dict[str, Any]) -> None:
     _chart(js, "al_vs_d")
 
 
-def _pareto_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
+def _pareto_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
                  values: dict[str, Any]) -> None:
     slo = float(values.get("slo") or 0)
     _chart(js, "pareto", (("slo", slo),))
     with_spec, without = charts.data(js, "pareto")
+    usd = float(values.get("usd") or 0)
     if slo > 0:
         answer = slo_answer(with_spec, without, slo)
         st.markdown(f"At ≥ **{slo:g} tokens/s per user**: with speculation "
                     f"**{_slo_text(answer.with_speculation, True)}**; without: "
                     f"**{_slo_text(answer.without_speculation, False)}**.")
-    cost = token_cost(float(values.get("usd") or 0), ev)
+        at_slo = slo_cost(usd, answer)  # the answer's own points, not the sidebar's
+        if at_slo is not None and (at_slo.with_speculation_usd_per_million_tokens is not None
+                                   or at_slo.without_speculation_usd_per_million_tokens
+                                   is not None):
+            st.markdown(f"Cost at these SLO points (your ${usd:g}/GPU-hour): "
+                        f"**{_usd(at_slo.with_speculation_usd_per_million_tokens)} per "
+                        "million tokens** with speculation, "
+                        f"{_usd(at_slo.without_speculation_usd_per_million_tokens)} without.")
+    cost = token_cost(usd, ev)
     if cost is not None and cost.with_speculation_usd_per_million_tokens is not None:
-        st.markdown(f"Cost at this point (your ${cost.usd_per_gpu_hour:g}/GPU-hour): "
+        st.markdown(f"Cost at the sidebar's point B={sc.batch}, D={sc.draft_len} (your "
+                    f"${cost.usd_per_gpu_hour:g}/GPU-hour): "
                     f"**${cost.with_speculation_usd_per_million_tokens:,.3f} per million "
                     "tokens** with speculation, "
                     f"{_usd(cost.without_speculation_usd_per_million_tokens)} without.")
@@ -258,15 +275,17 @@ def _pareto_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendati
                  hide_index=True, height=220)
 
 
-def _time_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
+def _time_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
                values: dict[str, Any]) -> None:
     _chart(js, "time_breakdown")
     st.caption(f"Attention is {ev.attention_fraction:.0%} of T_verif without speculation.")
 
 
-def _mechanisms_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
+def _mechanisms_view(sc: Scenario, js: charts.Key, ev: Evaluation,
+                     rec: Callable[[], Recommendation],
                      values: dict[str, Any]) -> None:
-    best_each = charts.best_per_mechanism(rec)
+    rec_ = rec()
+    best_each = charts.best_per_mechanism(rec_)
     rows = [{"mechanism": o.mechanism_name, "D": o.draft_len, "speedup ×": round(o.speedup, 3),
              "80% band": f"{_fmt(o.speedup_low)}–{_fmt(o.speedup_high)}",
              "wins in (draws)": f"{o.win_share:.0%}",
@@ -295,12 +314,12 @@ def _mechanisms_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommen
                               for o in best_each))
     for o in best_each:
         st.caption(f"**{md_text(o.mechanism_name)}** — {md_text(o.availability_detail)}")
-    for slug, why in rec.unavailable.items():
+    for slug, why in rec_.unavailable.items():
         st.caption(f"**{md_text(_mechanism_name(slug))}: unavailable, not ranked** — "
                    f"{md_text(why)}")
 
 
-def _sources_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
+def _sources_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
                   values: dict[str, Any]) -> None:
     st.markdown("Where each number comes from:")
     st.markdown(f"- **AL evidence**: {md_text(ev.acceptance_evidence)}; decoding "
@@ -313,7 +332,7 @@ def _sources_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendat
                "tiles of 128 query rows per KV head (the article's kernels).")
 
 
-def _export_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Recommendation,
+def _export_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
                  values: dict[str, Any]) -> None:
     current = {"normalized": bool(st.session_state.get(TILE_NORM_KEY, True)),
                "slo": float(values.get("slo") or 0)}

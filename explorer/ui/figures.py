@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer.analysis.frontier import ParetoFrontier
-from explorer.analysis.views import ALSeries, GemmCurve, Surface, TileCurve, tile_boundaries
+from explorer.analysis.views import ALSeries, GemmCurve, Surface, TileCurve
 from explorer.base.limits import VIEW_MAX_DRAFT_LEN
 from explorer.base.mechanisms import mechanism_colour
 from explorer.model.layers import COMPONENTS
@@ -112,8 +112,7 @@ def speedup_heatmap(s: Surface, current: tuple[float, float] | None, title: str)
         fig.add_annotation(x=1, y=1, xref="paper", yref="paper", showarrow=False,
                            xanchor="right", yanchor="bottom", font={"size": 10},
                            text=f"B > {int(bx[-1])} does not fit in memory (not drawn)")
-    step = 2 if n > 12 else 1  # every 4th power of two on a long axis, every 2nd on a short one
-    ticks = [i for i, v in enumerate(bx) if np.log2(v) % step == 0]
+    ticks = index_ticks(n)
     fig.update_layout(
         title=title, xaxis={"title": s.x_label + " (log scale)", "tickvals": ticks,
                             "ticktext": [str(int(bx[i])) for i in ticks],
@@ -121,6 +120,15 @@ def speedup_heatmap(s: Surface, current: tuple[float, float] | None, title: str)
         yaxis={"title": s.y_label}, **_LAYOUT,
     )
     return fig
+
+
+def index_ticks(n: int, most: int = 9) -> list[int]:
+    """Tick positions on an axis of n categories (the drawn batches): at most `most`, evenly
+    spaced over the whole axis and always the first and the last, so the labels read the
+    data's own values across its range (the grid's batches are rarely powers of two)."""
+    if n <= most:
+        return list(range(n))
+    return sorted({round(float(i)) for i in np.linspace(0, n - 1, most)})
 
 
 def _fitting_batches(s: Surface) -> np.ndarray:
@@ -219,6 +227,9 @@ def group_heatmap(s: Surface, current: tuple[float, float] | None, title: str) -
     return fig
 
 
+MAX_STEP_LABELS = 10
+
+
 def tile_steps_figure(curves: list[TileCurve], current_d: int | None,
                       normalized: bool) -> go.Figure:
     fig = go.Figure()
@@ -231,12 +242,18 @@ def tile_steps_figure(curves: list[TileCurve], current_d: int | None,
             + ("throughput %{y:.2f}× of D=0" if normalized else "attention %{y:.1f} µs")
             + f"<extra>{c.label}</extra>",
         ))
-    groups = sorted({c.group for c in curves})
+    # Boundaries where a curve steps (a memory-bound kernel hides the others), labelled with
+    # the rows that fill whole tiles; with many, every few is labelled (MLA's 16 q heads per
+    # GPU step every 8th D; a G of 128 would have put a label at every D).
     at: dict[float, list[str]] = {}  # D → the groups stepping there (G=8 and G=32 share D=15)
-    for g in groups:
-        for i, d in enumerate(tile_boundaries(g)):
-            at.setdefault(d, []).append(f"{128 * (i + 1)} (G={g:g})")
-    lines = [vline(d, "G·(1+D)=" + ", ".join(names), angle=-90) for d, names in sorted(at.items())]
+    for c in sorted(curves, key=lambda c: c.group):
+        for d in c.steps:
+            name = f"{c.group * (d + 1):g} (G={c.group:g})"
+            if name not in at.setdefault(d, []):
+                at[d].append(name)
+    every = max(1, int(np.ceil(len(at) / MAX_STEP_LABELS)))
+    lines = [vline(d, "G·(1+D)=" + ", ".join(names) if i % every == 0 else "", angle=-90)
+             for i, (d, names) in enumerate(sorted(at.items()))]
     shapes = [sh for sh, _ in lines]
     notes = [n for _, n in lines]
     if current_d is not None:
@@ -245,7 +262,8 @@ def tile_steps_figure(curves: list[TileCurve], current_d: int | None,
     fig.update_layout(shapes=shapes, annotations=notes)
     fig.update_layout(
         title=("Normalized attention throughput vs D" if normalized
-               else "Attention time per layer vs D") + " — tile steps at G·(1+D) = 128·k",
+               else "Attention time per layer vs D") + " — steps where G·(1+D) per GPU "
+        "crosses 128·k" + ("" if at else " (none here: the kernel stays memory-bound)"),
         xaxis={"title": "draft length D"},
         yaxis={"title": "verified tokens/s relative to D = 0" if normalized
                else "attention time per layer (µs)"}, **_LAYOUT)
@@ -310,13 +328,26 @@ def al_figure(curves: list[ALSeries], selected: str) -> go.Figure:
                  + plotly_text(c.provenance[:160].replace("%", "%%"))
                  + "<extra>" + plotly_text(c.label[:40]) + "</extra>")
         name = plotly_text(c.label[:60])
-        band = c.interval() if c.mechanism == selected else None
+        same_as_prior = c.kind == "scenario" and any(
+            p.kind == "prior" and p.mechanism == c.mechanism
+            and np.array_equal(p.acceptance_length, c.acceptance_length, equal_nan=True)
+            for p in priors)
+        band = c.interval() if c.mechanism == selected and not same_as_prior else None
         if band is not None and np.any(band[1] > band[0]):
             _add_band(fig, x, band, color, name, visible)
+        solid = np.where(extended, np.nan, y).astype(np.float32)
+        # A block drafter's AL exists only at measured D (NaN between): a line would draw
+        # nothing, so such points are markers, never joined across the gaps.
+        sparse = bool(isolated_points(solid).any())
         fig.add_trace(go.Scatter(
-            x=x, y=np.where(extended, np.nan, y).astype(np.float32),
-            mode="lines" if is_prior else "lines+markers", name=name, legendgroup=name,
-            visible=visible, line={"color": color, "width": width}, hovertemplate=hover,
+            x=x, y=solid,
+            mode="lines+markers" if (sparse or not is_prior) else "lines", name=name,
+            legendgroup=name, visible=visible, line={"color": color, "width": width},
+            marker={"size": 9 if sparse else 6, "symbol": "diamond" if sparse else "circle"},
+            hovertemplate=hover,
+            # the scenario's own series first, then the selected mechanism: a long legend
+            # scrolls, and these two must never scroll out of sight
+            legendrank=1 if c.kind == "scenario" else (2 if c.mechanism == selected else 1000),
         ))
         if extended.any():
             fig.add_trace(go.Scatter(
@@ -336,6 +367,14 @@ def al_figure(curves: list[ALSeries], selected: str) -> go.Figure:
                       yaxis={"title": "AL (tokens per target step)", "range": [1, 9]},
                       **{**_LAYOUT, "legend": AL_LEGEND})
     return fig
+
+
+def isolated_points(y: np.ndarray) -> np.ndarray:
+    """Finite values with no finite neighbour: a line through them draws nothing."""
+    ok = np.isfinite(np.asarray(y, dtype=np.float64))
+    left = np.concatenate([[False], ok[:-1]])
+    right = np.concatenate([ok[1:], [False]])
+    return np.asarray(ok & ~left & ~right)
 
 
 def _add_band(fig: go.Figure, x: np.ndarray, band: tuple[np.ndarray, np.ndarray], color: str,

@@ -169,6 +169,11 @@ def _roofline_section() -> None:
                "GEMM on serving shapes n, k ≥ 1024; \"no table\": the package measured no "
                "such kernel on that GPU):")
     st.dataframe(_cv_table(rows), hide_index=True)
+    # Below the fold and the page's heaviest part (a measured table read, two charts of
+    # thousands of points): drawn on request, so the page settles at its tables.
+    if not st.toggle("Show model vs measured points for one GPU (reads its measured table)",
+                     key="roof_show", value=False):
+        return
     with_tables = [s for s, sys in SYSTEM_FOR_PRESET.items() if sys is not None]
     c1, c2, c3 = st.columns(3)
     gpu = c1.selectbox("GPU", with_tables, key="roof_gpu")

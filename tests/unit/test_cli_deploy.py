@@ -37,8 +37,13 @@ def test_deploy_json_matches_the_api() -> None:
     api = deploy(Scenario(), DEFAULT_PROFILE)
     for p, q in zip(data["policies"], api.policies, strict=True):
         assert p["tokens_per_s_per_gpu"] == pytest.approx(q.tokens_per_s_per_gpu, rel=1e-12)
-    # the export carries the batch schedule (vLLM's per-batch-size ranges)
+    # the export is the simplest policy within 2 % of the fastest (issue 24): static D here,
+    # 1.5 % below the batch schedule
     vllm = data["export"]["vllm"]["speculative_config"]
+    assert data["export"]["policy"] == "static"
+    assert vllm["num_speculative_tokens"] == data["schedule"]["static_draft_len"]
+    code, out, _ = run("deploy", "--json", "--policy", "batch_schedule")
+    vllm = json.loads(out)["export"]["vllm"]["speculative_config"]
     assert vllm["num_speculative_tokens"] == max(data["schedule"]["batch_draft_len"])
     if len(set(data["schedule"]["batch_draft_len"])) > 1:
         assert vllm["num_speculative_tokens_per_batch_size"][0][0] == 1

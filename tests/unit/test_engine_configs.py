@@ -201,6 +201,7 @@ def test_engine_schedules_read_back_to_the_schedule(mechanism: str):
     sched = spec["draft_len_schedule"]
     assert list(sched) == sorted(sched) and all(isinstance(k, int) for k in sched)
     assert sched[min(sched)] == spec["max_draft_len"]  # llm_args.py: smallest key = max_draft_len
+    assert min(sched) == 1  # older releases refuse a schedule without {1: max_draft_len}
     assert all(0 < d <= spec["max_draft_len"] for d in sched.values())
     assert max(sched) == ec.switch_off_batch
     for b in [1, 2, 7, 30, 64, 100, 150, 200, 299, 400, 1000, 4096, 10_000]:

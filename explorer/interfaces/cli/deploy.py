@@ -31,7 +31,8 @@ def add_parsers(sub: Any) -> None:
                     help="deployment profile JSON (schema: `schema --profile`); default: the "
                     "shipped assumptions")
     dp.add_argument("--policy", choices=list(POLICY_NAMES),
-                    help="the policy to export (default: the fastest an engine can run)")
+                    help="the policy to export (default: the simplest an engine can run, "
+                         "within 2 %% of the fastest)")
     rq = sub.add_parser("require", help="the AL a drafter needs for a speedup at B")
     add_scenario_options(rq, lists=False)
     goal = rq.add_mutually_exclusive_group(required=True)

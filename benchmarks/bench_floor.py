@@ -1,0 +1,142 @@
+"""Side-by-side page speed (issue 24): every page of the explorer against the framework floor,
+a one-chart Streamlit + plotly app (benchmarks/floor/app.py) served beside it and alternated
+with it in one run, so both see the same load (absolute browser times on shared cores move by
+±30 % from run to run; the ratio is what is compared).
+
+Prints, per page, the median time from navigation to settled (the script done, no status
+widget, every chart drawn, a frame painted) and its ratio to the floor's; the Explorer's first
+chart on a first visit (a fresh browser context) and on a returning one (a second page in the
+same context: Streamlit's static chunks cached), each against the floor's; and a D slider move
+→ page idle p95 (bench_browser's series). Goals: pages ≤ 1.3× the floor, first chart ≤ 1.10×
+(first visit) / 1.15× (returning), slider p95 ≤ 300 ms. Bounded: ~4 minutes.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_browser import ARGS, CHROMIUM, PAINT_JS, pct, slider_series  # noqa: E402
+from tests.support.server import free_port, start_server, stop_server  # noqa: E402
+
+PAGES = ("explorer", "data", "sources", "compare", "codesign", "deploy")
+ROUNDS = 3  # alternations per measurement (medians)
+GOALS = {"page": 1.3, "first_visit": 1.10, "returning": 1.15, "slider_p95_s": 0.300}
+SETTLED_JS = """() => {
+    const app = document.querySelector("[data-testid='stApp']");
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (document.querySelector("[data-testid='stStatusWidget']")) return false;
+    if (!document.querySelector("[data-testid='stMainBlockContainer'] h1")) return false;
+    const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart']")];
+    return charts.every(c => c.querySelector('.main-svg'));
+}"""
+CHART_JS = "() => !!document.querySelector(\"[data-testid='stPlotlyChart'] .main-svg\")"
+
+
+def _visit(page: Any, url: str, until: str) -> float:
+    t0 = time.perf_counter()
+    page.goto(url, timeout=120_000)
+    page.wait_for_timeout(50)  # the first script run starts after the socket opens
+    page.wait_for_function(until, polling="raf", timeout=120_000)
+    page.evaluate(PAINT_JS)
+    return time.perf_counter() - t0
+
+
+def settle(browser: Any, url: str) -> float:
+    """A page from navigation to settled, in a context that has loaded the app once (what a
+    person switching pages sees: the static chunks cached)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    _visit(ctx.new_page(), url.rsplit("/", 1)[0] + "/", CHART_JS)
+    t = _visit(ctx.new_page(), url, SETTLED_JS)
+    ctx.close()
+    return t
+
+
+def first_chart(browser: Any, url: str) -> tuple[float, float]:
+    """(first visit, returning visit) seconds to the first drawn chart."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    first = _visit(ctx.new_page(), url, CHART_JS)
+    again = _visit(ctx.new_page(), url, CHART_JS)
+    ctx.close()
+    return first, again
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def main() -> None:
+    import argparse
+
+    from playwright.sync_api import sync_playwright
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", default=",".join(PAGES), help="comma-separated url paths")
+    ap.add_argument("--rounds", type=int, default=ROUNDS)
+    ap.add_argument("--quick", action="store_true", help="pages only (no first chart, slider)")
+    args = ap.parse_args()
+    rounds, pages = args.rounds, [p for p in args.pages.split(",") if p]
+
+    ports = free_port(), free_port()
+    app = start_server(ports[0], Path(f"/tmp/bench_floor_app_{ports[0]}.log"),
+                       {"EXPLORER_DATA_DIR": f"/tmp/bench_floor_{ports[0]}",
+                        "EXPLORER_DATABASE_URL": ""})
+    floor = start_server(ports[1], Path(f"/tmp/bench_floor_floor_{ports[1]}.log"),
+                         cwd=ROOT / "benchmarks" / "floor")
+    app_url, floor_url = (f"http://127.0.0.1:{p}" for p in ports)
+    results: dict[str, bool] = {}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            first_chart(browser, app_url + "/")  # warm both servers' first runs
+            first_chart(browser, floor_url + "/")
+            firsts: dict[str, list[tuple[float, float]]] = {"app": [], "floor": []}
+            for _ in range(0 if args.quick else rounds):  # alternated: the same load
+                firsts["app"].append(first_chart(browser, app_url + "/"))
+                firsts["floor"].append(first_chart(browser, floor_url + "/"))
+            print("page speed against the framework floor (one-chart Streamlit + plotly app, "
+                  f"alternated, medians of {rounds}); this machine's load average: "
+                  f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+            for i, (what, goal) in enumerate(() if args.quick else (
+                    ("first visit", GOALS["first_visit"]),
+                    ("returning visit", GOALS["returning"]))):
+                a = statistics.median(x[i] for x in firsts["app"])
+                f = statistics.median(x[i] for x in firsts["floor"])
+                ok = a / f <= goal
+                results[f"first chart, {what}"] = ok
+                print(f"  Explorer first chart, {what}: {a:.2f} s vs floor {f:.2f} s = "
+                      f"{a / f:.2f}× (goal ≤ {goal:.2f}×) → {verdict(ok)}")
+            for page in pages:
+                a_t, f_t = [], []
+                for _ in range(rounds):
+                    a_t.append(settle(browser, f"{app_url}/{page}"))
+                    f_t.append(settle(browser, floor_url + "/"))
+                a, f = statistics.median(a_t), statistics.median(f_t)
+                ok = a / f <= GOALS["page"]
+                results[f"page {page}"] = ok
+                print(f"  page {page:<9} settles in {a:.2f} s vs floor {f:.2f} s = {a / f:.2f}× "
+                      f"(goal ≤ {GOALS['page']:.1f}×) → {verdict(ok)}")
+            if not args.quick:
+                times, _, _ = slider_series(browser, app_url + "/")
+                p95 = pct(times, 0.95)
+                results["slider p95"] = p95 <= GOALS["slider_p95_s"]
+                print(f"  D slider move → page idle: p50 {statistics.median(times) * 1e3:.0f} "
+                      f"ms, p95 {p95 * 1e3:.0f} ms (goal ≤ {GOALS['slider_p95_s'] * 1e3:.0f} "
+                      f"ms) → {verdict(results['slider p95'])}")
+            browser.close()
+    finally:
+        stop_server(app)
+        stop_server(floor)
+    failed = [k for k, ok in results.items() if not ok]
+    print("verdict: " + ("every goal met" if not failed else "not met: " + ", ".join(failed)))
+
+
+if __name__ == "__main__":
+    main()

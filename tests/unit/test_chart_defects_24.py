@@ -1,0 +1,114 @@
+"""Issue 24's chart defects at figure level: B ticks from the data across the whole axis, block
+drafters' AL drawn as markers, "this scenario" first in the legend, tile boundaries where the
+kernel's curve steps at the G per GPU (few labels for MLA)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from explorer import Scenario
+from explorer.analysis.views import al_curves, speedup_surface, tile_steps
+from explorer.specs.scenario import Acceptance
+from explorer.ui import figures
+
+
+def test_heatmap_b_ticks_span_the_whole_drawn_range():
+    s = speedup_surface(Scenario(model="llama-3.1-405b", tp=8, dtype="fp8"))
+    fig = figures.speedup_heatmap(s, None, "t")
+    n = int(fig.layout.xaxis.range[1] + 0.5)
+    assert n > 20 and int(s.x[n - 1]) > 100  # B runs past 100
+    ticks, text = list(fig.layout.xaxis.tickvals), list(fig.layout.xaxis.ticktext)
+    assert ticks[0] == 0 and ticks[-1] == n - 1  # labelled to the last drawn batch (was ≤ 16)
+    assert text[-1] == str(int(s.x[n - 1])) and 5 <= len(ticks) <= 9
+    assert text == [str(int(s.x[i])) for i in ticks]
+
+
+def _trace(fig, name):  # type: ignore[no-untyped-def]
+    return next(t for t in fig.data if t.name == name)
+
+
+def test_block_drafter_al_is_drawn_as_markers_not_invisible_lines():
+    fig = figures.al_figure(al_curves(Scenario(mechanism="dflash", draft_len=7)), "dflash")
+    for name in ("DFlash (block diffusion drafter) (prior)",
+                 "DSpark (block pass + serial Markov head) (prior)"):
+        t = _trace(fig, name)
+        y = np.asarray(t.y, dtype=float)
+        assert np.isfinite(y[[0, 7]]).all() and np.isnan(y[1:7]).all()  # data at D=0, 7 only
+        assert "markers" in t.mode  # a line through NaN-separated points draws nothing
+    eagle = _trace(fig, "EAGLE-3 head (prior)")
+    assert eagle.mode == "lines"  # a dense prior stays a line
+
+
+def test_this_scenario_heads_the_legend_for_every_acceptance_source():
+    for sc in (Scenario(), Scenario(acceptance=Acceptance(kind="iid", alpha=0.7))):
+        fig = figures.al_figure(al_curves(sc), sc.mechanism)
+        mine = [t for t in fig.data if t.name and "(this scenario)" in t.name
+                and t.showlegend is not False]
+        assert len(mine) == 1
+        ranks = [t.legendrank for t in fig.data if t.showlegend is not False
+                 and t.legendrank is not None]
+        assert mine[0].legendrank == min(ranks) == 1
+
+
+def test_mla_tile_chart_uses_g_per_gpu_and_labels_few_steps():
+    sc = Scenario(model="deepseek-v3", tp=8, dtype="fp8", hardware="b200", engine="trtllm")
+    (curve,) = tile_steps(sc)
+    assert curve.group == 16  # 128 q heads / TP 8 on one latent KV head, not 128
+    assert curve.steps == [7.0, 15.0, 23.0, 31.0]
+    fig = figures.tile_steps_figure([curve], 3, normalized=False)
+    labels = [a.text for a in fig.layout.annotations if "G·(1+D)" in a.text]
+    assert labels == [f"G·(1+D)={16 * (d + 1):g} (G=16)" for d in (7, 15, 23, 31)]
+
+
+def test_tile_boundaries_only_where_the_curve_steps():
+    # B=1, S=128K, G=32: memory-bound until G·(1+D) passes 384 rows; the padded tiles at
+    # 128 and 256 rows cost nothing, so no boundary is drawn there.
+    curves = tile_steps(Scenario(batch=1, context=131072), groups=(32,))
+    fig = figures.tile_steps_figure(curves, None, normalized=False)
+    xs = sorted(s.x0 for s in fig.layout.shapes)
+    assert xs == [11.0, 15.0, 19.0, 23.0, 27.0, 31.0]
+    t = curves[0].time_s
+    assert t[4] == t[3] and t[8] == t[7] and t[12] > t[11]
+
+
+def test_codesign_colour_scale_is_anchored_at_zero_and_one():
+    import pandas as pd
+
+    from explorer.ui.codesign_figures import best_speedup_heatmap
+
+    df = pd.DataFrame({"group": [4, 8, 4, 8], "layers": [60, 60, 80, 80],
+                       "fits_in_memory": [True] * 4, "best_speedup": [2.7, 2.8, 2.9, 3.0],
+                       "best_draft_len": [3, 4, 5, 6], "speed_best_speedup": [2.7, 2.8, 2.9, 3.0],
+                       "speed_best_draft_len": [3, 4, 5, 6]})
+    h = best_speedup_heatmap(df).data[0]
+    assert h.zmin == 0.0 and h.zmax >= 3.0
+    # 2.7× and 3.0× sit within the top tenth of the scale, not at its two ends
+    assert (3.0 - 2.7) / (h.zmax - h.zmin) <= 0.1
+
+
+def test_break_even_is_the_speed_threshold_not_the_memory_limit():
+    from explorer import best_draft_len
+    from explorer.analysis.frontier import break_even_text
+
+    bd = best_draft_len(Scenario())  # 70B on 2×H200 at 8K: plain decoding fits to B = 46
+    assert bd.max_batch_in_memory == 46 and bd.break_even_batch is None
+    text = break_even_text(bd)
+    assert "pays up to **B ≈ 46**" not in text  # the memory limit was called the break-even
+    assert text.startswith("by speed, speculation pays at every B from 1 to 4096")
+    assert "Memory, not speed, stops it from B ≈ 53" in text
+    none = break_even_text(best_draft_len(Scenario(model="llama-3.1-405b", hardware="h100",
+                                                   tp=1, batch=8)))
+    assert none.endswith("no batch fits in memory at this context") and "B ≈ 1:" not in none
+
+
+def test_break_even_says_marginal_where_the_interval_spans_one():
+    from explorer import best_draft_len
+    from explorer.analysis.frontier import break_even_text
+
+    bd = best_draft_len(Scenario(mechanism="ngram"))
+    i = bd.batch.index(151)
+    assert bd.speed_best_speedup[i] > 1.0 and bd.speed_best_low[i] <= 1.0 < bd.speed_best_high[i]
+    text = break_even_text(bd)
+    assert "**marginal** from B ≈ 151" in text
+    sure = best_draft_len(Scenario(model="llama-3.1-405b", tp=8, dtype="fp8"))
+    assert "marginal" not in break_even_text(sure)
