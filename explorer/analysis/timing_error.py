@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from explorer.base.engines import ServingEngine
+from explorer.base.engines import DEFAULT_ENGINE, ServingEngine
 from explorer.model.grid import GridResult, scenario_model
 from explorer.presets import DATA_DIR, step_cost_fit
 from explorer.specs.engine import VLLM  # the reference steps were measured on vLLM
@@ -91,7 +91,7 @@ class TimingError:
 
 
 @cache
-def timing_error(engine: str = "vllm") -> TimingError:
+def timing_error(engine: str = DEFAULT_ENGINE) -> TimingError:
     fit = step_cost_fit()
     row = fit.get((engine, "step_overhead_us"))
     if row is None or not row["loo_log_rms"]:

@@ -13,19 +13,20 @@ import numpy as np
 import numpy.typing as npt
 
 from explorer.analysis.timing_error import timing_error
+from explorer.base.engines import DEFAULT_ENGINE
 from explorer.model.acceptance_source import N_DRAWS, ALResult, quantiles, standard_normal
 from explorer.model.grid import GridResult
 
 FloatArray = npt.NDArray[np.float64]
 
 
-def timing_note(engine: str = "vllm") -> str:
+def timing_note(engine: str = DEFAULT_ENGINE) -> str:
     return ("80 % interval of the AL source's draws and of the timing error: "
             f"{timing_error(engine).note}")
 
 
 def speedup_draws(g: GridResult, al: ALResult, draft_len: npt.ArrayLike,
-                  engine: str = "vllm") -> FloatArray:
+                  engine: str = DEFAULT_ENGINE) -> FloatArray:
     """Speedup draws, shape (N_DRAWS, *grid shape): the grid's times with each AL draw, each
     scaled by the timing error at its D."""
     step = np.asarray(g.t_verif_spec_s + g.t_draft_s, dtype=np.float64)
@@ -37,5 +38,5 @@ def speedup_draws(g: GridResult, al: ALResult, draft_len: npt.ArrayLike,
 
 
 def speedup_interval(g: GridResult, al: ALResult, draft_len: npt.ArrayLike,
-                     engine: str = "vllm") -> tuple[FloatArray, FloatArray]:
+                     engine: str = DEFAULT_ENGINE) -> tuple[FloatArray, FloatArray]:
     return quantiles(speedup_draws(g, al, draft_len, engine))

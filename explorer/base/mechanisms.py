@@ -11,6 +11,7 @@ counts the files a slug is written in). Recipe for a new mechanism: README.md, L
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -68,6 +69,11 @@ class MechanismKind:
     head_words: tuple[str, ...] = ()
     head_keys: tuple[str, ...] = ()
     head_own_vocab: bool = False  # the head has its own (smaller) vocabulary
+    # How published speed-up tables (../shared/reference/speedups.csv's `mechanism` column:
+    # 'eagle3_dynamic_tree', 'mtp_chain', 'prompt_lookup_ngram') name the rows this mechanism
+    # prices: a regular expression searched in the lower-case name; "" = none. Wider than the
+    # aliases on purpose: a paper's variant names (a tree, a chain, a version) are the mechanism.
+    published: str = ""
     vllm: VllmMethod | None = None
     sglang: SglangAlgorithm | None = None
     trtllm: TrtllmDecoding | None = None
@@ -100,24 +106,27 @@ _BUILTIN: tuple[MechanismKind, ...] = (
             "DraftTarget", note="decoding_type DraftTarget is the YAML name in the docs; the "
             "class DraftTargetDecodingConfig spells its literal 'Draft_Target' at @0004396.")),
     MechanismKind(
-        "mtp", "#F58518", aliases=("nextn", "deepseek_mtp"),
+        "mtp", "#F58518", aliases=("nextn", "deepseek_mtp"), published=r"^mtp",
         vllm=VllmMethod("mtp"), sglang=SglangAlgorithm("NEXTN", _SGLANG_CHAIN),
         trtllm=TrtllmDecoding("MTP")),
     MechanismKind(
         "eagle3", "#E45756", aliases=("eagle_3",), drafter_config="head",
+        # an unversioned EAGLE chain or tree is EAGLE-3's head unless the row's drafter says
+        # EAGLE-1 (explorer/calibration/published.py leaves those out)
+        published=r"^(eagle3|eagle_chain|eagle_tree)",
         head_words=("eagle3",), head_keys=("draft_vocab_size", "eagle_config"),
         head_own_vocab=True,
         vllm=VllmMethod("eagle3"), sglang=SglangAlgorithm("EAGLE3", _SGLANG_CHAIN),
         trtllm=TrtllmDecoding("Eagle3")),
     MechanismKind(
-        "dflash", "#72B7B2", drafter_config="head", head_words=("dflash",),
+        "dflash", "#72B7B2", drafter_config="head", head_words=("dflash",), published=r"^dflash",
         vllm=VllmMethod("dflash"),
         # server_args.py: DFLASH's block size is the verify window (D drafts + 1 bonus token);
         # --speculative-dflash-block-size is an alias of --speculative-num-draft-tokens.
         sglang=SglangAlgorithm("DFLASH", ("--speculative-num-draft-tokens", "{w}")),
         trtllm=TrtllmDecoding("DFlash")),
     MechanismKind(
-        "dspark", "#54A24B", drafter_config="head", head_words=("dspark",),
+        "dspark", "#54A24B", drafter_config="head", head_words=("dspark",), published=r"^dspark",
         vllm=VllmMethod("dspark"),
         # server_args.py: "--speculative-dspark-block-size: draft block size gamma (number of
         # proposed draft tokens) … sets --speculative-num-draft-tokens = gamma + 1".
@@ -125,6 +134,7 @@ _BUILTIN: tuple[MechanismKind, ...] = (
         trtllm=TrtllmDecoding("DSpark", dynamic_draft_len=False)),
     MechanismKind(
         "ngram", "#B279A2", aliases=("n_gram", "prompt_lookup", "suffix", "suffix_decoding"),
+        published=r"ngram",  # prompt_lookup_ngram, ngram_suffix_automaton, …
         vllm=VllmMethod("ngram", note="vLLM sets prompt_lookup_min/max to 5 when both are unset."),
         # A chain, as the cost model assumes: BFS breadth 1; D drafts + the last verified token.
         sglang=SglangAlgorithm("NGRAM", ("--speculative-num-draft-tokens", "{w}",
@@ -132,6 +142,9 @@ _BUILTIN: tuple[MechanismKind, ...] = (
                                nvidia_only=_NGRAM_CUDA_ONLY),
         trtllm=TrtllmDecoding("NGram")),
 )
+# Handles for code that means one mechanism by what it is (a reference measured with it), never
+# by comparing a slug.
+EXTERNAL, MTP, EAGLE3, DFLASH, DSPARK, NGRAM = _BUILTIN
 # The mechanism a new scenario drafts with, and whose prior shapes a curve that names none.
 DEFAULT_MECHANISM: str = "eagle3"
 UNKNOWN_COLOUR = "#888"
@@ -171,6 +184,16 @@ def mechanism_of_alias(name: str) -> str | None:
     """The mechanism a normalised name (lower case, words joined by "_") stands for."""
     for kind in MECHANISM_KINDS.values():
         if name == kind.slug or name in kind.aliases:
+            return kind.slug
+    return None
+
+
+def mechanism_of_published(name: str) -> str | None:
+    """The mechanism a published table's mechanism name (any case) prices, by the declarations'
+    `published` patterns; None: no preset prices it."""
+    text = name.lower()
+    for kind in MECHANISM_KINDS.values():
+        if kind.published and re.search(kind.published, text):
             return kind.slug
     return None
 

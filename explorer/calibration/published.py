@@ -9,7 +9,9 @@ import re
 
 import pandas as pd
 
+from explorer.base.mechanisms import mechanism_of_published
 from explorer.presets import hardware_presets, mechanism_presets, model_presets
+from explorer.specs.engine import VLLM, engine_in_text
 from explorer.specs.scenario import Acceptance, Scenario
 
 # Assumption: published end-to-end runs without a stated context are short chat prompts.
@@ -30,8 +32,6 @@ MODEL_ALIASES = {
     # 17408, vocab 248320; 48 Gated DeltaNet + 16 full-attention layers)
     "qwen3.6-27b": "qwen3.5-27b",
 }
-ENGINE_NAMES = (("sglang", "sglang"), ("tensorrt", "trtllm"), ("trt-llm", "trtllm"),
-                ("vllm", "vllm"))
 _INT = re.compile(r"^\s*(\d+)\s*$")
 _LEAD_NUMBER = re.compile(r"^\s*~?(\d+(?:\.\d+)?)x?(?:\s*(?:\(|/|$))")
 
@@ -60,8 +60,8 @@ def normalise_model(text: str) -> str | None:
 
 
 def normalise_engine(text: str) -> str | None:
-    t = text.lower()
-    return next((slug for name, slug in ENGINE_NAMES if name in t), None)
+    """The serving engine a row names (its declaration's slug and aliases); None: none."""
+    return engine_in_text(text)
 
 
 _BLOCK = re.compile(r"^\s*block(?: size)?\s+(\d+)")
@@ -116,9 +116,7 @@ def map_row(row: pd.Series, carried: dict[tuple[str, ...], float] | None = None
     mech = str(row.mechanism).lower()
     if " vs " in mech:
         return None, "comparison of two mechanisms"
-    slug = ("eagle3" if mech.startswith(("eagle3", "eagle_chain", "eagle_tree")) else
-            "mtp" if mech.startswith("mtp") else "dflash" if mech.startswith("dflash") else
-            "dspark" if mech.startswith("dspark") else "ngram" if "ngram" in mech else None)
+    slug = mechanism_of_published(mech)  # the declarations' `published` names
     if slug is None or "EAGLE-1" in str(row.get("drafter", "")):
         # EAGLE-1's head (no fused FC, the target's lm_head) is priced by no preset
         return None, "mechanism not a preset"
@@ -130,7 +128,8 @@ def map_row(row: pd.Series, carried: dict[tuple[str, ...], float] | None = None
     al = float(al_m.group(1)) if al_m else (carried or {}).get(series_key(row))
     if d is None or not (b_m and al is not None and sp_m):
         return None, "D, batch, AL or speedup not a single number"
-    engine = normalise_engine(str(row.engine)) or "vllm"
+    # a row that names no serving engine is taken as vLLM's (`make validate` says so)
+    engine = normalise_engine(str(row.engine)) or VLLM.slug
     dtype = "fp8" if "fp8" in str(row.model_target).lower() else "bf16"  # 'Llama-4-Scout (FP8)'
     try:
         sc = Scenario(hardware=hw, model=model, tp=tp, mechanism=slug, batch=int(b_m.group(1)),

@@ -35,6 +35,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from explorer.base.engines import SERVING_ENGINES
+from explorer.base.mechanisms import EAGLE3
 from explorer.calibration._shared import FloatArray
 from explorer.calibration.published import (
     ASSUMED_CONTEXT,
@@ -48,7 +49,7 @@ from explorer.model.grid import ScenarioModel
 from explorer.model.layers import total
 from explorer.model.resolve import resolve
 from explorer.presets import DATA_DIR, engine_profiles
-from explorer.specs.engine import FITTED_STEP_TERMS, EngineProfile
+from explorer.specs.engine import FITTED_STEP_TERMS, VLLM, EngineProfile
 from explorer.specs.scenario import Acceptance, Scenario
 
 # Term → (lower, upper, unit) in data/engines.csv units: physical ranges, not tuning ranges.
@@ -67,7 +68,7 @@ START: dict[str, float] = {"step_overhead_us": 1206.84, "per_sequence_us": 0.0,
                            "compute_overlap_loss": 0.0, "draft_forward_overhead_us": 200.0}
 # Parameter units → the model's seconds (κ is a share).
 _TO_MODEL = np.array([FITTED_STEP_TERMS[t][1] for t in TERMS])
-PRIMARY_ENGINE = "vllm"  # the engine whose fit the others carry where their evidence is thin
+PRIMARY_ENGINE = VLLM.slug  # the engine whose fit the others carry where their evidence is thin
 STEP_FIT_REFERENCE = DATA_DIR / "samples" / "step_times.csv"
 # SpecDecodeBench-simulator@2fdccbd's own per-step overhead (reference/kernels.csv,
 # overhead_constant_per_step): step_times.csv is its forward only, so each row gets it.
@@ -143,8 +144,8 @@ def step_evidence(shared: Path) -> list[StepEvidence]:
     for r in _records(fit):
         d = int(r["draft_len"])
         out.append(StepEvidence(
-            SPECDECODEBENCH, "vllm",
-            _scenario(hardware="h100", model="llama-3.1-8b", tp=1, mechanism="eagle3",
+            SPECDECODEBENCH, VLLM.slug,
+            _scenario(hardware="h100", model="llama-3.1-8b", tp=1, mechanism=EAGLE3.slug,
                       batch=int(r["batch"]), draft_len=d),
             "plain" if d == 0 else "verify", float(r["step_time_ms"]) + FIT_STEP_OVERHEAD_MS,
             f"B={r['batch']} D={d}"))
@@ -159,8 +160,8 @@ def step_evidence(shared: Path) -> list[StepEvidence]:
             kind = "plain" if d == 0 else "step"
             drafter = "EAGLE-3" if d else "plain"
             out.append(StepEvidence(
-                VLLM_20780, "vllm",
-                _scenario(hardware="h100", model="llama-3.1-8b", tp=1, mechanism="eagle3",
+                VLLM_20780, VLLM.slug,
+                _scenario(hardware="h100", model="llama-3.1-8b", tp=1, mechanism=EAGLE3.slug,
                           batch=1, draft_len=d),
                 kind, float(r["step_ms"]), f"{drafter} D={d}"))
     measured = _read(ref / "step_times_measured.csv")
@@ -172,7 +173,7 @@ def step_evidence(shared: Path) -> list[StepEvidence]:
             isl, osl = (int(x) for x in re.findall(r"(\d+)k", str(r["context"]))[:2])
             ctx = int((isl + osl / 2) * 1024)  # mean context over a request's decode
             out.append(StepEvidence(
-                "InferenceX #828 (gpt-oss-120b, 8xH100, plain decode)", "vllm",
+                "InferenceX #828 (gpt-oss-120b, 8xH100, plain decode)", VLLM.slug,
                 _scenario(hardware="h100", model="gpt-oss-120b", tp=8, dtype="fp4",
                           batch=int(r["batch"]), draft_len=0, context=ctx),
                 "plain", float(r["step_ms"]), f"B={r['batch']} {isl}k/{osl}k"))

@@ -6,8 +6,8 @@ own code says how, the table is read accordingly, and every adjusted time says s
 - a table timed another way (vLLM's eager fp8_block GEMMs) gives way to a stand-in engine's
   (catalog.NOT_AS_SERVED);
 - a table whose calls carry a quantization step a served step does not run (TRT-LLM's
-  dynamic-quant fp8) has that step's measured time taken off, floored at the speed of light
-  (catalog.OVERHEAD_NOT_SERVED, quantize.py);
+  dynamic-quant fp8) has that step's measured time taken off, floored at the speed of light,
+  never adding time (catalog.OVERHEAD_NOT_SERVED, quantize.py);
 - no call is taken faster than the DRAM read of its weights (`weight_read_s`; routed experts:
   the top-k experts every token reads, `experts_read_s`) or KV cache (`kv_read_s`): the
   collectors repeat a call on one or a few tensor copies, which where they fit in L2 (L40S:
@@ -149,20 +149,31 @@ def _less_overhead(table: GemmTable, rule: OverheadNotServed, speed_of_light: Sp
     hit = overhead.latency(table.m_values[:, None], table.k_values[None, :])  # (m, k)
     measured_s = np.exp(table.log_latency)  # NaN stays NaN (unknown points)
     less_s = measured_s - np.where(hit.covered, hit.latency_s, 0.0)[:, None, :]
-    floor_s = speed_of_light.gemm_time_s(
+    sol_s = speed_of_light.gemm_time_s(
         table.m_values[:, None, None], table.n_values[None, :, None],
         table.k_values[None, None, :], table.dtype)
+    # The rule only takes time off. Where the dynamic-quant call itself ran faster than the
+    # speed of light (L40S: weights L2-resident across the collector's repeats), nothing comes
+    # off and the measured time stays, to be raised to the DRAM read as every table's time is
+    # (measured_kernels, served_points). Lifting such a node to the floor here would price the
+    # static path above the dynamic one, at the node and between it and its neighbours.
     known = np.isfinite(measured_s)
     covered = np.broadcast_to(hit.covered[:, None, :], known.shape) & known
-    floored = covered & (less_s < floor_s)
+    below_sol = covered & (measured_s < sol_s)
+    subtracted = covered & ~below_sol
+    floored = subtracted & (less_s < sol_s)
     with np.errstate(invalid="ignore"):
-        log_latency = np.where(covered, np.log(np.maximum(less_s, floor_s)), table.log_latency)
+        log_latency = np.where(subtracted, np.log(np.maximum(less_s, sol_s)), table.log_latency)
     outside = int((known & ~covered).sum())
     note = (f"{rule.label}: {overhead.provenance.system}/{overhead.provenance.family}/"
             f"{overhead.provenance.engine}/{overhead.provenance.engine_version}/"
-            f"{overhead.provenance.op} subtracted at {int(covered.sum())} of {int(known.sum())} "
-            f"grid points, {int(floored.sum())} of them floored at the speed of light "
-            "(peak FLOP/s, weight bytes / DRAM bandwidth)")
+            f"{overhead.provenance.op} subtracted at {int(subtracted.sum())} of "
+            f"{int(known.sum())} grid points, {int(floored.sum())} of them floored at the speed "
+            "of light (peak FLOP/s, weight bytes / DRAM bandwidth)")
+    if below_sol.any():
+        note += (f"; at {int(below_sol.sum())} the dynamic-quant call itself ran faster than "
+                 "the speed of light (its weights L2-resident across the collector's repeats): "
+                 "nothing subtracted there, the DRAM floor raises it")
     if outside:
         note += (f"; {outside} outside its measured (m, k) box or on a point it did not measure "
                  "keep the dynamic-quant time")

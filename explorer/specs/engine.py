@@ -410,6 +410,9 @@ class EngineKind:
     speculative_name: Callable[[MechanismKind], VllmMethod | SglangAlgorithm | TrtllmDecoding
                                | None]
     bench: EngineBench  # how a benchmark plan runs on it
+    # Other names text gives it, lower case, found within the text ('TensorRT-LLM (PyTorch
+    # backend)'); the slug itself is always one.
+    aliases: tuple[str, ...] = ()
     vendors: frozenset[str] | None = None  # GPU vendors it runs on; None: any
     # Shipped tables not timed as a serving step runs them: the stand-in engines that price it.
     not_as_served: tuple[tuple[TableKey, NotAsServed], ...] = ()
@@ -445,6 +448,7 @@ ENGINE_KINDS: Final[dict[str, EngineKind]] = {e.slug: e for e in (
             "0.5.14": {90: "fa3", 100: "triton", 103: "triton", 120: "flashinfer"}}),
     EngineKind(
         "trtllm", "TensorRT-LLM", "tensorrt_llm", lambda k: k.trtllm, _TRTLLM_BENCH,
+        aliases=("tensorrt", "trt-llm"),
         vendors=frozenset({"nvidia"}),
         # Only TRT-LLM's fp8: its collector builds the fp8 weights without an input_scale, so
         # FP8QDQ takes the dynamic-quantization path (collector/trtllm/collect_gemm.py
@@ -475,6 +479,14 @@ VLLM, SGLANG, TRTLLM = ENGINE_KINDS.values()
 def engine_kind(slug: str) -> EngineKind:
     """The declaration of a serving engine (KeyError for an unknown slug)."""
     return ENGINE_KINDS[slug]
+
+
+def engine_in_text(text: str) -> str | None:
+    """The engine a text names ('SGLang (FA3)', 'vLLM V1', 'TensorRT-LLM'), by its slug or an
+    alias; None: none."""
+    t = text.lower()
+    return next((k.slug for k in ENGINE_KINDS.values()
+                 if any(a in t for a in (k.slug, *k.aliases))), None)
 
 
 def engine_name(slug: str) -> str:
