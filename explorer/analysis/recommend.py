@@ -244,7 +244,7 @@ def worth_training(scenario: Scenario, option: RankedOption, best: RankedOption 
     text = (f"Worth training? {option.mechanism_name} at D={option.draft_len}: {need_text}; "
             f"its prior — evidence {option.acceptance_evidence}, {evidence_how} — says "
             f"{option.speedup:.2f}× [{option.speedup_low:.2f}–{option.speedup_high:.2f}], above "
-            f"{beat_name} in {chance:.0%} of draws. {option.availability_detail}")
+            f"{beat_name} in {chance:.0%} of draws. {_sentence(option.availability_detail)}")
     return WorthTraining(
         mechanism=option.mechanism, mechanism_name=option.mechanism_name,
         draft_len=option.draft_len, speedup=option.speedup, speedup_low=option.speedup_low,
@@ -259,6 +259,11 @@ CLIFF_DROP = 0.10
 CLIFF_COMPONENTS = {"gemm": "GEMM", "attention": "attention", "moe": "MoE experts",
                     "communication": "all-reduce", "overhead": "per-step overhead",
                     "lm_head": "lm_head"}
+
+
+def _sentence(text: str) -> str:
+    """A clause (availability details start lower-case: "to be trained for …") as a sentence."""
+    return text[:1].upper() + text[1:] if text else text
 
 
 def cliff_note(scenario: Scenario, draft_len: int) -> str:
