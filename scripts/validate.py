@@ -159,7 +159,8 @@ def mapped_speedups(fit: StepCostFit) -> tuple[list[MappedRow], dict[str, int], 
     with the fitted terms and with its own source held out of the fit."""
     df = pd.read_csv(SHARED / "reference" / "speedups.csv")
     df = df[df.speedup.notna()]
-    carried = carried_al(df)
+    curves = SHARED / "reference" / "al_curves.csv"
+    carried = carried_al(df, pd.read_csv(curves) if curves.exists() else None)
     held = {(h.engine, h.source): h.terms for h in fit.held_out}
     skipped: dict[str, int] = {}
     out: list[MappedRow] = []

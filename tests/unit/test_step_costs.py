@@ -133,3 +133,54 @@ def test_validate_holds_the_loo_speedup_bias_within_10_percent_in_every_full_buc
             bias = float(np.mean([r.held_out / r.published - 1.0 for r in sel]))
             assert abs(bias) <= 0.10, (name, bias)
     assert full >= 1
+
+
+def _speedup_row(**kw: str) -> dict[str, str]:
+    row = {"source": "SpecDecodeBench-blog (specdecode-bench.github.io index.md)",
+           "gpu": "H100-80GB x1", "engine": "vLLM v0.10.1",
+           "model_target": "Llama-3.1-8B-Instruct", "drafter": "EAGLE",
+           "mechanism": "eagle_chain", "dataset": "GSM8K", "batch": "128", "D": "3", "AL": "",
+           "speedup": "1.21"}
+    return {**row, **kw}
+
+
+def test_a_speedup_without_its_al_takes_the_al_its_own_publication_measured():
+    from explorer.calibration.published import carried_al, map_row, publication
+
+    assert publication("SpecDecodeBench-blog (x)") == publication(
+        "SpecDecodeBench-simulator@2fdccbd data/llama3.1-8B/combined_gsm8k.jsonl") == (
+        "SpecDecodeBench")
+    curves = pd.DataFrame([
+        {"source": "SpecDecodeBench-simulator@2fdccbd data/llama3.1-8B/combined_gsm8k.jsonl",
+         "model_target": "Llama-3.1-8B-Instruct", "mechanism": "eagle_chain",
+         "dataset": "gsm8k", "D": "3", "AL": "2.391"},
+        {"source": "SpecDecodeBench-simulator@2fdccbd data/llama3.1-8B/combined_gsm8k.jsonl",
+         "model_target": "Llama-3.1-8B-Instruct", "mechanism": "ngram_prompt_lookup",
+         "dataset": "gsm8k", "D": "3", "AL": "1.164"},
+        {"source": "Another paper (Table 2)", "model_target": "Llama-3.1-8B-Instruct",
+         "mechanism": "eagle_chain", "dataset": "mt-bench", "D": "3", "AL": "3.1"}])
+    rows = pd.DataFrame([
+        _speedup_row(),
+        _speedup_row(dataset="MT-bench"),  # no curve of this publication on MT-bench
+        _speedup_row(source="Another paper (Table 3)", dataset="MT-bench", batch="64"),
+        _speedup_row(D="5"),  # no curve point at D = 5
+    ])
+    carried = carried_al(rows, curves)
+    assert list(carried.values()) == [2.391, 3.1]
+    sc, _ = map_row(rows.iloc[0], carried)
+    assert sc is not None and sc.acceptance.fixed_al == 2.391 and sc.batch == 128
+    assert map_row(rows.iloc[1], carried)[0] is None
+    assert carried_al(rows) == {}  # without the curves nothing is carried (no B = 1 row)
+
+
+@needs_shared
+def test_the_vllm_fit_scores_specdecodebench_b128_speedup_with_its_own_al():
+    # SpecDecodeBench's blog: EAGLE on Llama-3.1-8B, 1×H100, vLLM v0.10.1, GSM8K, D = 3: 1.21×
+    # at B = 128; its simulator's per-position data gives AL 2.391 at D = 3 on GSM8K.
+    from explorer.calibration.step_costs import step_evidence
+
+    rows = [e for e in step_evidence(SHARED)
+            if e.kind == "speedup" and e.engine == "vllm" and e.scenario.batch == 128]
+    assert len(rows) == 1
+    e = rows[0]
+    assert (e.value, e.scenario.draft_len, e.scenario.acceptance.fixed_al) == (1.21, 3, 2.391)
