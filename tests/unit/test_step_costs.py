@@ -200,3 +200,28 @@ def test_the_hybrid_speedup_falls_with_batch_as_the_sglang_card_publishes(
                   acceptance={"kind": "fixed", "fixed_al": al})
     s = scenario_model(sc).grid(np.array([1.0, 32.0]), float(draft_len)).speedup
     assert float(s[1] / s[0]) == pytest.approx(published_fall, rel=0.12)
+
+
+def test_sglang_copies_the_accepted_recurrent_state_after_a_verify_and_vllm_does_not():
+    # SGLang (hybrid_linear_attn_backend.py @341ffe1 update_mamba_state_after_mtp_verify) copies
+    # the accepted step's SSM state and conv window into the running state of each recurrent
+    # layer after a verify; vLLM (gdn_attn.py @5bf4f1c) starts the next step from that slot.
+    from explorer.model.layers import total
+
+    sc = Scenario(hardware="a100", model="qwen3.5-27b", tp=2, context=1024, engine="sglang",
+                  mechanism="mtp", draft_len=3)
+    m = scenario_model(sc)
+    assert m.engine.recurrent_state_copies == 1.0
+    assert engine_profiles()["vllm"].recurrent_state_copies == 0.0
+    no_copy = ScenarioModel(resolve(sc),
+                            m.engine.model_copy(update={"recurrent_state_copies": 0.0}))
+    b, g = np.array([1.0, 32.0]), m.r.group
+    extra = total(m.verify(b, 4.0, 1024, g)) - total(no_copy.verify(b, 4.0, 1024, g))
+    mb, hw = m.r.model.mamba, m.r.hardware
+    assert mb is not None and m.r.model.mamba_layers == 48
+    per_seq = 48 * 2 * mb.state_bytes_per_seq() / 2  # read + write, per GPU at TP2
+    np.testing.assert_allclose(extra, b * per_seq / (hw.hbm_bw_bytes_per_s
+                                                     * hw.attention_memory_efficiency))
+    # a plain decode step commits nothing
+    np.testing.assert_allclose(total(m.verify(b, 1.0, 1024, g)),
+                               total(no_copy.verify(b, 1.0, 1024, g)))
