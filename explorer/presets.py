@@ -337,6 +337,7 @@ def engine_profiles(fitted: bool = True) -> dict[str, EngineProfile]:
             rejection_sampler_bytes_per_logit=float(val("rejection_sampler_bytes_per_logit")),
             draft_first_forward=cast(Any, val("draft_first_forward")),
             ngram_no_match=cast(Any, val("ngram_no_match")),
+            recurrent_state_copies=float(val("recurrent_state_copies")),
             sources=sources,
             fitted=fitted_notes,
             assumptions=tuple(name for name in ENGINE_PARAMETERS

@@ -5,7 +5,9 @@ Groups: (0) each engine's whole-step terms fitted on the published step times
 the step-time error per source in the fit and left out of it; (1) the verify-cost ratio
 T_verif(B·(1+D))/T_verif(B) of Llama-3.1-8B on one H100 at 1K context against
 data/samples/step_times.csv (target: within 15%); (2) end-to-end speedups in
-../shared/reference/speedups.csv that publish AL (or whose series does at B = 1) and map to our
+../shared/reference/speedups.csv that publish AL (or whose series does at B = 1, or whose
+publication measured it for that target, dataset, drafter and D in reference/al_curves.csv)
+and map to our
 presets: MAPE and bias by batch bucket (1, 2–8, 16–32, ≥ 64), engine and source, fitted and
 leave-one-source-out, and the fall of the speedup with batch, published vs model; (3) GEMM
 kernels, roofline vs the measured tables per GPU/dtype/engine (the leave-one-GPU-out fit is
@@ -159,7 +161,8 @@ def mapped_speedups(fit: StepCostFit) -> tuple[list[MappedRow], dict[str, int], 
     with the fitted terms and with its own source held out of the fit."""
     df = pd.read_csv(SHARED / "reference" / "speedups.csv")
     df = df[df.speedup.notna()]
-    carried = carried_al(df)
+    curves = SHARED / "reference" / "al_curves.csv"
+    carried = carried_al(df, pd.read_csv(curves) if curves.exists() else None)
     held = {(h.engine, h.source): h.terms for h in fit.held_out}
     skipped: dict[str, int] = {}
     out: list[MappedRow] = []
@@ -194,9 +197,10 @@ def _err_line(rows: list[MappedRow]) -> str:
 
 def speedups(fit: StepCostFit) -> None:
     path = SHARED / "reference" / "speedups.csv"
-    print("2. end-to-end speedups that publish AL, or whose series publishes it at B = 1 (their"
-          " AL used; engine from the row, vLLM where unnamed; context assumed "
-          f"{ASSUMED_CONTEXT} tokens); each row also predicted with its own source left out of "
+    print("2. end-to-end speedups that publish AL, or whose series publishes it at B = 1, or whose"
+          " publication measured it (reference/al_curves.csv) (their AL used; engine from the "
+          f"row, vLLM where unnamed; context assumed {ASSUMED_CONTEXT} tokens); each row also "
+          "predicted with its own source left out of "
           "the step-cost fit")
     if not path.exists():
         print(f"   {path} is absent: skipped")
@@ -223,13 +227,15 @@ def speedups(fit: StepCostFit) -> None:
         loo = np.array([r.held_out / r.published - 1.0 for r in sel])
         if np.mean(np.abs(loo)) > 0.10:
             for r in sel:
-                print(f"        {r.line}{' (AL of its series at B=1)' if r.al_carried else ''}")
+                carried = " (AL carried: its series' at B=1 or its publication's curve)"
+                print(f"        {r.line}{carried if r.al_carried else ''}")
             for key, caveat in SOURCE_CAVEATS.items():
                 if key in src:
                     print(f"        the source itself: {caveat}")
     _fall_with_batch(rows)
     print(f"   {len(rows)} rows map ({sum(r.al_carried for r in rows)} with their series' B=1 "
-          f"AL); of the {n_with_al} rows that print an AL, not mapped: "
+          "AL or their publication's AL curve); of the "
+          f"{n_with_al} rows that print an AL, not mapped: "
           f"{', '.join(f'{k}: {v}' for k, v in sorted(skipped.items()))}")
 
 

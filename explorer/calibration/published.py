@@ -89,15 +89,45 @@ def series_key(row: pd.Series) -> tuple[str, ...]:
                                        "dataset", "D"))
 
 
-def carried_al(df: pd.DataFrame) -> dict[tuple[str, ...], float]:
+def publication(source: str) -> str:
+    """The publication a reference row comes from, whichever of its parts (blog, simulator
+    data) it cites: 'SpecDecodeBench-blog (…)' and 'SpecDecodeBench-simulator@2fdccbd …' →
+    'SpecDecodeBench'."""
+    head = re.split(r"@| \(", source, maxsplit=1)[0].strip()
+    return re.sub(r"-(blog|simulator)$", "", head)
+
+
+def carried_al(df: pd.DataFrame, al_curves: pd.DataFrame | None = None
+               ) -> dict[tuple[str, ...], float]:
     """A series' AL from its B = 1 row, for its rows at other batches that print none (AL is a
-    property of the drafter and the text, not of the batch)."""
+    property of the drafter and the text, not of the batch); else, with `al_curves`
+    (reference/al_curves.csv), the AL the same publication gives for the same target, dataset,
+    drafter kind and D (SpecDecodeBench's B = 128 speed-up and its own acceptance data)."""
     out: dict[tuple[str, ...], float] = {}
     for _, row in df.iterrows():
         al_m = _LEAD_NUMBER.match(str(row.AL))
         b = str(row.batch).replace("concurrency", "").strip()
         if al_m and b == "1":
             out[series_key(row)] = float(al_m.group(1))
+    if al_curves is None:
+        return out
+    curves: dict[tuple[str, str | None, str, str, str], float] = {}
+    for _, c in al_curves.iterrows():
+        al_m, d_m = _LEAD_NUMBER.match(str(c.AL)), _INT.match(str(c.D))
+        if al_m and d_m:
+            curves[(publication(str(c.source)), normalise_model(str(c.model_target)),
+                    str(c.dataset).strip().lower(), str(c.mechanism).split("_")[0].lower(),
+                    d_m.group(1))] = float(al_m.group(1))
+    for _, row in df.iterrows():
+        key = series_key(row)
+        d_m = _INT.match(str(row.D))
+        if key in out or _LEAD_NUMBER.match(str(row.AL)) or not d_m:
+            continue
+        al = curves.get((publication(str(row.source)), normalise_model(str(row.model_target)),
+                         str(row.dataset).strip().lower(),
+                         str(row.mechanism).split("_")[0].lower(), d_m.group(1)))
+        if al is not None and normalise_model(str(row.model_target)) is not None:
+            out[key] = al
     return out
 
 

@@ -179,18 +179,20 @@ def step_evidence(shared: Path) -> list[StepEvidence]:
                 "plain", float(r["step_ms"]), f"B={r['batch']} {isl}k/{osl}k"))
     speed = _read(ref / "speedups.csv")
     if speed is not None:
-        out.extend(_speedup_evidence(speed))
+        out.extend(_speedup_evidence(speed, _read(ref / "al_curves.csv")))
     return out
 
 
-def _speedup_evidence(df: pd.DataFrame) -> list[StepEvidence]:
-    """Speed-ups of a named serving engine that map to the presets with their AL (printed, or
-    their series' at B = 1: explorer/calibration/published.py). Left out: a row whose speed-up
+def _speedup_evidence(df: pd.DataFrame, al_curves: pd.DataFrame | None = None
+                      ) -> list[StepEvidence]:
+    """Speed-ups of a named serving engine that map to the presets with their AL (printed, their
+    series' at B = 1, or the publication's own acceptance curve:
+    explorer/calibration/published.py). Left out: a row whose speed-up
     exceeds its AL (no step model reaches it: its AL and timing come from different requests)
     and vLLM #20780's rows, which its step times already give (step_times_derived.csv)."""
     out: list[StepEvidence] = []
     df = df[df.speedup.notna()]
-    carried = carried_al(df)
+    carried = carried_al(df, al_curves)
     for _, row in df.iterrows():
         src = str(row.source)
         if normalise_engine(str(row.engine)) is None or "issues/20780" in src:

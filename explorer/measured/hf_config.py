@@ -67,6 +67,12 @@ MAMBA_STATE_NOTE = (
     "read once and written once per verified token (1+D states kept so rejected draft tokens "
     "roll back; their memory is not counted), in/out projections as GEMMs; no KV cache, "
     "constant in the context")
+GDN_NOTE = (
+    "the Gated DeltaNet layers priced as memory-bound state updates — per sequence and layer the "
+    "recurrent state (at mamba_ssm_dtype) and the conv window are read once and written once "
+    "per verified token: SGLang keeps one state per draft token for the rollback "
+    "(mem_cache/memory_pool.py intermediate_ssm_state_cache: layers × slots × "
+    "speculative_num_draft_tokens × temporal_state_shape), their memory not counted")
 KNOWN_TYPES = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
     "qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "deepseek_v2", "deepseek_v3",
@@ -357,7 +363,14 @@ def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: 
     linear_cfg = text_cfg.get("linear_attn_config")
     if isinstance(linear_cfg, Mapping) and isinstance(linear_cfg.get("kda_layers"), list):
         linear = len(linear_cfg["kda_layers"])
-    if linear:
+    gdn = _gated_deltanet(text_cfg, col, prefix, linear) if linear and not groups else None
+    if gdn is not None:
+        groups.update(gdn)
+        notes.append(f"{linear} of {layers} layers are Gated DeltaNet (linear_num_value_heads "
+                     f"{gdn['mamba']['heads']} × {gdn['mamba']['head_dim']}, key heads "
+                     f"{gdn['mamba']['groups']} × {gdn['mamba']['d_state']}): only the "
+                     f"{layers - linear} full-attention layers keep a KV cache; " + GDN_NOTE)
+    elif linear:
         notes.append(f"{linear} of {layers} layers are linear attention (Gated DeltaNet / KDA, "
                      "a state constant in the context): priced as full attention — an upper "
                      "bound (with the model's attention shape)")
@@ -449,6 +462,34 @@ def _model(text_cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, col: 
         col.error(f"not a valid model: {validation_message(exc)}")
         return None
     return spec
+
+
+def _gated_deltanet(cfg: Mapping[str, Any], col: Collector, prefix: str,
+                    linear: int) -> dict[str, Any] | None:
+    """Qwen3-Next / Qwen3.5 Gated DeltaNet layers (`linear_num_value_heads`,
+    `linear_num_key_heads`, `linear_key_head_dim`, `linear_value_head_dim`,
+    `linear_conv_kernel_dim`, `mamba_ssm_dtype`) as the Mamba-2 layer group they price alike:
+    one recurrent state of value heads × value dim × key dim per sequence (SGLang's
+    `temporal_state_shape`), a causal conv over q, k and v (conv_dim = v heads·v dim + 2·key
+    heads·key dim), in/out projections as GEMMs (q, k, v, z + the two per-head gates, within
+    48 columns of Mamba-2's z, x, B, C, dt). None when the config does not give the shapes."""
+    keys = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim",
+            "linear_value_head_dim")
+    if not all(k in cfg for k in keys):
+        return None
+    r = _Reader(cfg, col, prefix)
+    heads = r.num("linear_num_value_heads", lo=1, hi=MAX_HEADS * 4, required=True)
+    key_heads = r.num("linear_num_key_heads", lo=1, hi=MAX_HEADS, required=True)
+    d_state = r.num("linear_key_head_dim", lo=1, hi=MAX_HEAD_DIM, required=True)
+    head_dim = r.num("linear_value_head_dim", lo=1, hi=MAX_HEAD_DIM, required=True)
+    conv = r.num("linear_conv_kernel_dim", lo=1, hi=64, default=4)
+    if heads is None or key_heads is None or d_state is None or head_dim is None or conv is None:
+        return None
+    state_bytes = 4 if str(cfg.get("mamba_ssm_dtype") or "") == "float32" else 2
+    layers = json_int(cfg.get("num_hidden_layers")) or linear
+    return {"attention_layers": layers - linear, "mlp_layers": layers, "mamba_layers": linear,
+            "mamba": {"heads": heads, "head_dim": head_dim, "d_state": d_state,
+                      "groups": key_heads, "conv_kernel": conv, "state_bytes": state_bytes}}
 
 
 def _hybrid(cfg: Mapping[str, Any], col: Collector, notes: list[str],

@@ -286,6 +286,15 @@ class ScenarioModel:
         tokens, eager = graph_shape(self.engine, batch, width)
         forward = self.target.forward(batch, width, context, group, layers=self.r.layers,
                                       include_step_overhead=False, tokens=tokens)
+        model = self.r.model
+        if self.engine.recurrent_state_copies and model.mamba_layers:
+            # After a verify the engine copies the accepted position's recurrent state into the
+            # running one (SGLang's update_mamba_state_after_mtp_verify): priced with the scan.
+            copy = (model.mamba_layers * self.r.layers / model.layers
+                    * self.target.recurrent_state_copy(np.asarray(batch, dtype=np.float64),
+                                                       self.engine.recurrent_state_copies))
+            forward = {**forward, "attention": forward["attention"] + np.where(
+                np.asarray(width, dtype=np.float64) > 1.0, copy, 0.0)}
         return apply_engine_profile(
             self.engine, forward, self.r.hardware,
             eager_kernels=np.where(

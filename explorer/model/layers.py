@@ -332,6 +332,16 @@ class LayerModel:
         return np.asarray(np.maximum(np.maximum(compute, memory), 2.0 * hw.kernel_floor_s),
                           dtype=np.float64)
 
+    def recurrent_state_copy(self, batch: FloatArray, copies: float) -> FloatArray:
+        """One Mamba-2 / Gated DeltaNet layer copying `copies` recurrent states (SSM state and
+        conv window) per sequence, each read once and written once: memory-bound."""
+        m = self.model
+        if m.mamba is None or copies <= 0:
+            return np.zeros_like(batch)
+        nbytes = 2.0 * copies * batch * m.mamba.state_bytes_per_seq() / self.tp
+        return np.asarray(nbytes / (self.hw.hbm_bw_bytes_per_s
+                                    * self.hw.attention_memory_efficiency), dtype=np.float64)
+
     def elementwise_bytes_per_token(self, ffn_per_rank: float) -> float:
         """HBM bytes one token moves per layer in the memory-bound ops between the GEMMs, as
         vLLM's Llama layer runs them (vllm/model_executor/models/llama.py @e06c9ba2a6ea923a84add

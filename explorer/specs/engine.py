@@ -40,6 +40,7 @@ ENGINE_PARAMETERS: tuple[str, ...] = (
     "step_overhead_us", "draft_forward_overhead_us", "cuda_graph_sizes", "cuda_graph_padding",
     "eager_launch_us", "sampler_bytes_per_logit", "rejection_sampler_bytes_per_logit",
     "draft_first_forward", "ngram_no_match", "per_sequence_us", "compute_overlap_loss",
+    "recurrent_state_copies",
 )
 # The whole-step terms calibrated on published step times (explorer/calibration/step_costs.py):
 # parameter → (EngineProfile field, scale from the CSV's unit to the field's).
@@ -81,6 +82,10 @@ class EngineProfile(BaseModel):
         "the rejection sampler passes over")
     draft_first_forward: DraftFirstForward
     ngram_no_match: NgramNoMatch
+    recurrent_state_copies: float = Field(
+        default=0.0, ge=0, le=8, description="recurrent (Mamba-2 / Gated DeltaNet) states each "
+        "request copies per recurrent layer after a verify step (one read and one write each): "
+        "an engine that commits the accepted position's state into the running one")
     sources: dict[str, str] = Field(default_factory=dict, description="parameter → source")
     assumptions: tuple[str, ...] = Field(default=(), description="parameters without a source")
 
@@ -116,6 +121,8 @@ class EngineProfile(BaseModel):
             "draft_first_forward": first,
             "ngram_no_match": "verifies 1 token" if self.ngram_no_match == "one"
             else "full width",
+            "recurrent_state_copies": f"{self.recurrent_state_copies:g} per request and "
+                                      "recurrent layer after a verify",
         }
         return values.get(parameter, "")
 
@@ -145,7 +152,8 @@ class EngineProfile(BaseModel):
             f"{first}"
             f"{tag('draft_first_forward')}; n-gram without a match verifies "
             f"{'1 token' if self.ngram_no_match == 'one' else 'the full width'}"
-            f"{tag('ngram_no_match')}"
+            f"{tag('ngram_no_match')}; {self.recurrent_state_copies:g} recurrent state copied "
+            f"per request and recurrent layer after a verify{tag('recurrent_state_copies')}"
         )
 
 

@@ -242,9 +242,17 @@ def test_sliding_windows_and_unpriced_layers_are_named():
     assert (oss.model.sliding_window, oss.model.sliding_layers) == (128, 18)
     qwen35 = read_shipped(SHIPPED["Qwen--Qwen3.5-397B-A17B"])
     assert qwen35.model is not None
-    assert any("linear attention" in n and "priced as full attention — an upper bound" in n
-               for n in qwen35.notes)
-    assert "linear attention" in qwen35.model.assumptions  # shown with the model's sources
+    # Gated DeltaNet layers: a recurrent state per sequence (the Mamba-2 layer group), not full
+    # attention over the context (issue #21: priced as full attention before). 45 of 60 layers;
+    # 64 value heads × 128, 16 key heads × 128; the state in float32 (mamba_ssm_dtype).
+    m = qwen35.model
+    assert (m.n_attention_layers, m.mamba_layers, m.n_mlp_layers) == (15, 45, 60)
+    assert m.mamba is not None
+    assert (m.mamba.heads, m.mamba.head_dim, m.mamba.d_state, m.mamba.groups,
+            m.mamba.state_bytes, m.mamba.conv_dim) == (64, 128, 128, 16, 4, 64 * 128 + 2 * 16 * 128)
+    assert any("Gated DeltaNet" in n and "only the 15 full-attention layers keep a KV cache" in n
+               and "intermediate_ssm_state_cache" in n for n in qwen35.notes)
+    assert "Gated DeltaNet" in m.assumptions  # shown with the model's sources
     v32 = read_shipped(SHIPPED["deepseek-ai--DeepSeek-V3.2"])
     assert any("index_topk" in n and "upper bound" in n for n in v32.notes)
 

@@ -133,3 +133,95 @@ def test_validate_holds_the_loo_speedup_bias_within_10_percent_in_every_full_buc
             bias = float(np.mean([r.held_out / r.published - 1.0 for r in sel]))
             assert abs(bias) <= 0.10, (name, bias)
     assert full >= 1
+
+
+def _speedup_row(**kw: str) -> dict[str, str]:
+    row = {"source": "SpecDecodeBench-blog (specdecode-bench.github.io index.md)",
+           "gpu": "H100-80GB x1", "engine": "vLLM v0.10.1",
+           "model_target": "Llama-3.1-8B-Instruct", "drafter": "EAGLE",
+           "mechanism": "eagle_chain", "dataset": "GSM8K", "batch": "128", "D": "3", "AL": "",
+           "speedup": "1.21"}
+    return {**row, **kw}
+
+
+def test_a_speedup_without_its_al_takes_the_al_its_own_publication_measured():
+    from explorer.calibration.published import carried_al, map_row, publication
+
+    assert publication("SpecDecodeBench-blog (x)") == publication(
+        "SpecDecodeBench-simulator@2fdccbd data/llama3.1-8B/combined_gsm8k.jsonl") == (
+        "SpecDecodeBench")
+    curves = pd.DataFrame([
+        {"source": "SpecDecodeBench-simulator@2fdccbd data/llama3.1-8B/combined_gsm8k.jsonl",
+         "model_target": "Llama-3.1-8B-Instruct", "mechanism": "eagle_chain",
+         "dataset": "gsm8k", "D": "3", "AL": "2.391"},
+        {"source": "SpecDecodeBench-simulator@2fdccbd data/llama3.1-8B/combined_gsm8k.jsonl",
+         "model_target": "Llama-3.1-8B-Instruct", "mechanism": "ngram_prompt_lookup",
+         "dataset": "gsm8k", "D": "3", "AL": "1.164"},
+        {"source": "Another paper (Table 2)", "model_target": "Llama-3.1-8B-Instruct",
+         "mechanism": "eagle_chain", "dataset": "mt-bench", "D": "3", "AL": "3.1"}])
+    rows = pd.DataFrame([
+        _speedup_row(),
+        _speedup_row(dataset="MT-bench"),  # no curve of this publication on MT-bench
+        _speedup_row(source="Another paper (Table 3)", dataset="MT-bench", batch="64"),
+        _speedup_row(D="5"),  # no curve point at D = 5
+    ])
+    carried = carried_al(rows, curves)
+    assert list(carried.values()) == [2.391, 3.1]
+    sc, _ = map_row(rows.iloc[0], carried)
+    assert sc is not None and sc.acceptance.fixed_al == 2.391 and sc.batch == 128
+    assert map_row(rows.iloc[1], carried)[0] is None
+    assert carried_al(rows) == {}  # without the curves nothing is carried (no B = 1 row)
+
+
+@needs_shared
+def test_the_vllm_fit_scores_specdecodebench_b128_speedup_with_its_own_al():
+    # SpecDecodeBench's blog: EAGLE on Llama-3.1-8B, 1×H100, vLLM v0.10.1, GSM8K, D = 3: 1.21×
+    # at B = 128; its simulator's per-position data gives AL 2.391 at D = 3 on GSM8K.
+    from explorer.calibration.step_costs import step_evidence
+
+    rows = [e for e in step_evidence(SHARED)
+            if e.kind == "speedup" and e.engine == "vllm" and e.scenario.batch == 128]
+    assert len(rows) == 1
+    e = rows[0]
+    assert (e.value, e.scenario.draft_len, e.scenario.acceptance.fixed_al) == (1.21, 3, 2.391)
+
+
+@pytest.mark.parametrize(("draft_len", "al", "published_fall"), [(3, 3.556, 1.80 / 2.68),
+                                                                 (15, 6.855, 1.20 / 2.84)])
+def test_the_hybrid_speedup_falls_with_batch_as_the_sglang_card_publishes(
+        draft_len: int, al: float, published_fall: float):
+    # Qwen3.6-27B card (priced as Qwen3.5-27B: 48 Gated DeltaNet + 16 attention layers), MTP on
+    # 2×A100, SGLang, GSM8K: 2.68× → 1.80× (D = 3) and 2.84× → 1.20× (D = 15) from B = 1 to 32.
+    # Each verified token writes one recurrent state per GDN layer (SGLang's
+    # intermediate_ssm_state_cache). Priced as full attention (flat in the verified width) the
+    # model fell to 0.81 and 0.61 of its B = 1 speed-up.
+    sc = Scenario(hardware="a100", model="qwen3.5-27b", tp=2, context=1024, engine="sglang",
+                  mechanism="mtp", draft_len=draft_len,
+                  acceptance={"kind": "fixed", "fixed_al": al})
+    s = scenario_model(sc).grid(np.array([1.0, 32.0]), float(draft_len)).speedup
+    assert float(s[1] / s[0]) == pytest.approx(published_fall, rel=0.12)
+
+
+def test_sglang_copies_the_accepted_recurrent_state_after_a_verify_and_vllm_does_not():
+    # SGLang (hybrid_linear_attn_backend.py @341ffe1 update_mamba_state_after_mtp_verify) copies
+    # the accepted step's SSM state and conv window into the running state of each recurrent
+    # layer after a verify; vLLM (gdn_attn.py @5bf4f1c) starts the next step from that slot.
+    from explorer.model.layers import total
+
+    sc = Scenario(hardware="a100", model="qwen3.5-27b", tp=2, context=1024, engine="sglang",
+                  mechanism="mtp", draft_len=3)
+    m = scenario_model(sc)
+    assert m.engine.recurrent_state_copies == 1.0
+    assert engine_profiles()["vllm"].recurrent_state_copies == 0.0
+    no_copy = ScenarioModel(resolve(sc),
+                            m.engine.model_copy(update={"recurrent_state_copies": 0.0}))
+    b, g = np.array([1.0, 32.0]), m.r.group
+    extra = total(m.verify(b, 4.0, 1024, g)) - total(no_copy.verify(b, 4.0, 1024, g))
+    mb, hw = m.r.model.mamba, m.r.hardware
+    assert mb is not None and m.r.model.mamba_layers == 48
+    per_seq = 48 * 2 * mb.state_bytes_per_seq() / 2  # read + write, per GPU at TP2
+    np.testing.assert_allclose(extra, b * per_seq / (hw.hbm_bw_bytes_per_s
+                                                     * hw.attention_memory_efficiency))
+    # a plain decode step commits nothing
+    np.testing.assert_allclose(total(m.verify(b, 1.0, 1024, g)),
+                               total(no_copy.verify(b, 1.0, 1024, g)))
