@@ -274,9 +274,15 @@ def step_costs(fit: StepCostFit) -> None:
           "in the fit, and left out of it (predicted by the terms fitted on the other sources)")
     for engine, f in fit.fits.items():
         mape, rms, n = fit.loo(engine)
+        sp_rms, sp_n = fit.loo_speedup(engine)
+        te = timing_error(engine)  # the σ the intervals carry (data/step_cost_fit.csv)
+        how = (f"the pooled speed-ups' {te.speedup_log_rms:.3f} over {te.speedup_rows} rows "
+               "of every engine (too few of its own)" if te.speedup_pooled
+               else f"its {te.speedup_rows} speed-ups' {te.speedup_log_rms:.3f}")
         print(f"   {engine}: {f.n_rows} rows from {len(f.sources)} source(s); "
-              f"leave-one-source-out MAPE {mape:.1%} (log-RMS {rms:.3f}: the intervals' σ) "
-              f"over {n} rows")
+              f"leave-one-source-out MAPE {mape:.1%} (log-RMS {rms:.3f}) over {n} rows; "
+              f"its speed-ups alone log-RMS {sp_rms:.3f} over {sp_n} rows; the intervals' σ "
+              f"{te.log_rms:.3f}, the larger of the step error and {how}")
         for t in TERMS:
             lo, hi, unit = BOUNDS[t]
             how = "fitted" if t in f.fitted_terms else f"carried from {PRIMARY_ENGINE}"

@@ -125,7 +125,8 @@ def speedup_coverage(shared: Path, map_row: Callable[[pd.Series], tuple[Scenario
     for row, sc, sm, g, pub in rows:
         d = np.asarray([float(sc.draft_len)])
         fixed = sm.acceptance(d)
-        lo, hi = quantiles(speedup_draws(g, fixed, d))
+        # the row's own engine's timing error (without it every row carried vLLM's σ)
+        lo, hi = quantiles(speedup_draws(g, fixed, d, sc.engine))
         pred = float(np.ravel(g.speedup)[0])
         inside["published AL"].append(bool(lo[0] <= pub <= hi[0]))
         below["published AL"] += int(pub < lo[0])
@@ -134,7 +135,7 @@ def speedup_coverage(shared: Path, map_row: Callable[[pd.Series], tuple[Scenario
         prior = prior_al(sm.r.mechanism, d, sm.r.model, exclude_source=src)
         if not np.isfinite(prior.acceptance_length).all():
             continue
-        draws = speedup_draws(g, prior, d)
+        draws = speedup_draws(g, prior, d, sc.engine)
         plo, phi = quantiles(draws)
         ppred = float(np.ravel(g.t_verif_base_s)[0]) * float(prior.acceptance_length[0]) / float(
             np.ravel(g.t_verif_spec_s + g.t_draft_s)[0])

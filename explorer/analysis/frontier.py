@@ -78,7 +78,8 @@ def best_draft_len(
     al = g.acceptance_length[np.arange(len(b)), idx]
     fitting = np.nonzero(g.fits_in_memory[:, 0])[0]
     rows = np.arange(len(b))
-    draws = speedup_draws(g, m.acceptance(d[None, :]), d[None, :])[:, rows, speed_idx]
+    draws = speedup_draws(g, m.acceptance(d[None, :]), d[None, :],
+                          scenario.engine)[:, rows, speed_idx]
     low, high = quantiles(draws)
     low, high = np.where(speed_idx == 0, 1.0, low), np.where(speed_idx == 0, 1.0, high)
     return BestDraftLen(

@@ -135,7 +135,7 @@ def plain_step_log_rms() -> float:
 def log_sigma(draft_len: npt.ArrayLike) -> FloatArray:
     """σ of log(step time) at D: the plain step's error and, for D > 0, the verify-cost ratio's
     (analysis/timing_error.py), added in quadrature."""
-    ratio = timing_error().sigma(draft_len)
+    ratio = timing_error().step_sigma(draft_len)  # a step time's error, not a speed-up's
     return np.asarray(np.sqrt(plain_step_log_rms() ** 2 + ratio ** 2), dtype=np.float64)
 
 

@@ -30,10 +30,13 @@ def test_evaluate_json_adds_the_interval_and_keeps_every_key():
     # step, κ = 0.57 of the compute not overlapped, 942 µs a draft forward) and their
     # leave-one-source-out error (σ = 0.066 for vLLM). Before both: 2.746 [2.07–3.43]. Moved
     # from 1.962 [1.448–2.648] when SpecDecodeBench's B = 128 speed-up joined the fit with the AL
-    # of SpecDecodeBench's own acceptance data (κ 0.55 → 0.57, σ 0.071 → 0.066).
+    # of SpecDecodeBench's own acceptance data (κ 0.55 → 0.57, σ 0.071 → 0.066). Widened from
+    # [1.446–2.635] when the timing σ was calibrated on the published speed-ups (issue 22, item
+    # 2: the larger of the step-time and the speed-up LOO log-RMS; vLLM has one held-out
+    # speed-up, so every engine's 14 pooled: σ 0.066 → 0.145); the point is unchanged.
     assert data["speedup"] == pytest.approx(1.956, abs=0.005)
-    assert data["speedup_low"] == pytest.approx(1.446, abs=0.01)
-    assert data["speedup_high"] == pytest.approx(2.635, abs=0.01)
+    assert data["speedup_low"] == pytest.approx(1.368, abs=0.01)
+    assert data["speedup_high"] == pytest.approx(2.742, abs=0.01)
     assert data["acceptance_length_low"] < data["acceptance_length"] < data[
         "acceptance_length_high"]
     assert "σ = 0.35 (within a run 0.15, between sources on this model 0.32" in data[

@@ -58,3 +58,23 @@ def test_validate_reports_interval_coverage_and_the_loso_coverage_of_the_prior( 
     assert al["serving benchmark"] == pytest.approx(0.69, abs=0.02)
     assert al["own card/paper"] < al["serving benchmark"]
     assert "n= 403" in out and ("TOO NARROW" in out or "within 75–85%" in out)
+
+
+@pytest.mark.skipif(not (SHARED / "reference").exists(), reason="../shared is absent")
+def test_the_80_percent_speedup_interval_holds_the_published_speedups(va, capsys):  # type: ignore[no-untyped-def]
+    # Intervals that cover (issue 22, item 2), recomputed on the shared speed-ups that map with
+    # their published AL, so only the timing error is carried. Each row now carries its own
+    # engine's σ (every row used to carry vLLM's) and σ is calibrated on the LOO speed-up
+    # residuals (explorer/analysis/timing_error.py): before 69 % inside (11 of 16, 19 % below),
+    # now 88 % (14 of 16: TRT-LLM's B=1 n-gram row whose speed-up exceeds its AL, and the
+    # Qwen3.6 DFlash D=15 row). With the leave-one-source-out prior: 87 % → 93 % (14 of 15).
+    # A regression below 72 % (the 16 rows' sampling error around 80 % is ±10 %) fails here;
+    # so does a band so wide it holds everything with the prior.
+    import validate
+
+    shares = va.speedup_coverage(SHARED, validate.map_row, validate.published_speedup)
+    out = capsys.readouterr().out
+    assert "AL from published AL  n= 16" in out and "AL from prior (LOSO)  n= 15" in out
+    assert shares["published AL"] >= 0.72
+    assert shares["published AL"] == pytest.approx(14 / 16)
+    assert 0.72 <= shares["prior (LOSO)"] < 1.0
