@@ -15,7 +15,8 @@ working without the store, and says why it cannot save.
 Each record is read on its own: a record that cannot be read (a tampered or damaged row, JSON
 over the caps below) is listed as an `UnreadableScenario` with its id and the reason, and opening
 it raises `InvalidRecord`; the others still list and open. After a failed read the database's
-integrity is checked (SQLite `PRAGMA quick_check`; elsewhere a plain read of every row); a damaged
+integrity is checked (SQLite `PRAGMA quick_check`, the full `integrity_check` on `scenario check`;
+elsewhere a plain read of every row); a damaged
 store says so (`StoreDamaged`) and refuses to save until it is repaired (README "Hosting",
 `python -m explorer scenario check`).
 """
@@ -578,10 +579,12 @@ class ScenarioStore:
         ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
         return ctx.get_current_revision()
 
-    def integrity_check(self) -> str | None:
+    def integrity_check(self, full: bool = False) -> str | None:
         """Check the database and remember the answer (damage stops saving until a later check
-        passes): SQLite's `PRAGMA quick_check`, elsewhere a plain read of every row. Returns
-        why it is damaged, or None; a database this cannot reach keeps the last answer."""
+        passes): SQLite's `PRAGMA quick_check` (`full`: `integrity_check`, which also finds
+        index entries that no longer match their rows), elsewhere a plain read of every row.
+        Returns why it is damaged, or None; a database this cannot reach keeps the last
+        answer."""
         try:
             engine = self.engine()  # before the check lock: migrate() holds _lock, then checks
         except StoreUnavailable:
@@ -589,7 +592,7 @@ class ScenarioStore:
         with self._check_lock:
             try:
                 with engine.connect() as conn:
-                    damage = _integrity_of(conn)
+                    damage = _integrity_of(conn, full)
             except (sa.exc.SQLAlchemyError, OSError) as exc:
                 if not _says_damaged(exc):
                     return self._damage
@@ -763,7 +766,7 @@ class ScenarioStore:
                             id=record.id, reason="; ".join(state.warnings)[:500]))
         except StoreDamaged:
             pass  # the guard's integrity check has the reason; the records read are kept
-        damage = self.integrity_check()
+        damage = self.integrity_check(full=True)  # asked for: the thorough check
         return StoreHealth(store=self._display, damage=damage, records=records,
                            unreadable=tuple(sorted(unreadable, key=lambda u: u.id)),
                            broken=tuple(sorted(broken, key=lambda u: u.id)))
@@ -786,15 +789,17 @@ def _utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _integrity_of(conn: sa.Connection) -> str | None:
-    """Why the database is damaged, or None (raises the driver's error where it cannot tell)."""
+def _integrity_of(conn: sa.Connection, full: bool = False) -> str | None:
+    """Why the database is damaged, or None (raises the driver's error where it cannot tell).
+    The guard before saving runs SQLite's quick check; `scenario check` runs the full one."""
     if conn.dialect.name == "sqlite":
-        rows = [str(r[0]) for r in conn.exec_driver_sql("PRAGMA quick_check(5)")]
+        pragma = "integrity_check" if full else "quick_check"
+        rows = [str(r[0]) for r in conn.exec_driver_sql(f"PRAGMA {pragma}(5)")]
         if rows == ["ok"]:
             return None
         lines = [x.strip() for r in rows for x in r.splitlines()
                  if x.strip() and not x.startswith("***")]  # "*** in database main ***"
-        text = "; ".join(lines) or "PRAGMA quick_check failed"
+        text = "; ".join(lines) or f"PRAGMA {pragma} failed"
         return text[:200] + ("…" if len(text) > 200 else "")
     if not sa.inspect(conn).has_table(scenarios.name):
         return None  # not created yet

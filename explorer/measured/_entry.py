@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from explorer.base.limits import MAX_FILE_BYTES, MAX_LABEL_CHARS
 from explorer.base.quoting import quote
-from explorer.base.reading import not_regular
+from explorer.base.reading import read_file
 from explorer.measured import (
     al_csv,
     position_csv,
@@ -208,7 +208,6 @@ def parse_as(name: str, data: bytes, fmt: str | None = None) -> ParseResult:
         )
 
 
-_not_regular = not_regular  # one home: explorer/base/reading.py
 
 
 def validate_path(path: str | os.PathLike[str], fmt: str | None = None) -> ParseResult:
@@ -216,33 +215,14 @@ def validate_path(path: str | os.PathLike[str], fmt: str | None = None) -> Parse
     too big) and never blocks: the kind of file is checked before it is opened, and again on
     the open descriptor (opened non-blocking, so a FIFO swapped in meanwhile cannot hang)."""
     name = os.path.basename(os.fspath(path))
-    shown = quote(os.fspath(path), MAX_LABEL_CHARS)
     col = Collector()
     try:
-        kind = _not_regular(os.stat(path).st_mode)
-        if kind is None:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-            with os.fdopen(fd, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                kind = _not_regular(st.st_mode)
-                if kind is None and st.st_size <= MAX_FILE_BYTES:
-                    data = fh.read(MAX_FILE_BYTES + 1)
-                else:
-                    data = b""
-                size = st.st_size
-        if kind is not None:
-            col.error(f"cannot read {shown}: it is {kind}, not a regular file")
-            return finish(fmt or UNKNOWN_FORMAT, "", col)
-        if size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
-            col.error(
-                f"the file is {max(size, len(data)) / 2**20:.1f} MiB; the limit is "
-                f"{MAX_FILE_BYTES / 2**20:.0f} MiB"
-            )
-            return finish(fmt or UNKNOWN_FORMAT, "", col)
-    except OSError as exc:
-        col.error(f"cannot read {shown}: {exc.strerror or exc}")
+        data = read_file(path, MAX_FILE_BYTES)  # one safe read: explorer/base/reading.py
+    except ValueError as exc:
+        col.error(str(exc))
         return finish(fmt or UNKNOWN_FORMAT, "", col)
     except Exception as exc:
-        col.error(f"cannot read {shown}: {type(exc).__name__}")
+        col.error(f"cannot read {quote(os.fspath(path), MAX_LABEL_CHARS)}: "
+                  f"{type(exc).__name__}")
         return finish(fmt or UNKNOWN_FORMAT, "", col)
     return parse_as(name, data, fmt)

@@ -41,8 +41,9 @@ from explorer.base.limits import (
     MAX_MEASURED_DRAFT_LEN,
 )
 from explorer.base.quoting import quote
+from explorer.base.reading import read_file
 from explorer.measured._bounds import check_json_shape, check_line_count
-from explorer.measured._entry import _not_regular, decode
+from explorer.measured._entry import decode
 from explorer.measured._json import json_int, json_number, load_json
 from explorer.measured._problems import Collector
 from explorer.specs.engine import ENGINE_KINDS
@@ -437,21 +438,10 @@ def parse_bench_bytes(name: str, data: bytes) -> BenchFile:
 def read_bench_path(path: str | os.PathLike[str]) -> BenchFile:
     """A result file from disk: regular files only, at most MAX_FILE_BYTES. Never raises."""
     name = os.path.basename(os.fspath(path))
-    shown = quote(os.fspath(path), MAX_LABEL_CHARS)
     col = Collector()
     try:
-        kind = _not_regular(os.stat(path).st_mode)
-        data = b""
-        if kind is None:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-            with os.fdopen(fd, "rb") as fh:
-                kind = _not_regular(os.fstat(fh.fileno()).st_mode)
-                if kind is None:
-                    data = fh.read(MAX_FILE_BYTES + 1)
-        if kind is not None:
-            col.error(f"cannot read {shown}: it is {kind}, not a regular file")
-            return _finish(name, UNKNOWN, col, [])
-    except OSError as exc:
-        col.error(f"cannot read {shown}: {exc.strerror or exc}")
+        data = read_file(path, MAX_FILE_BYTES)  # one safe read: explorer/base/reading.py
+    except ValueError as exc:
+        col.error(str(exc))
         return _finish(name, UNKNOWN, col, [])
     return parse_bench_bytes(name, data)

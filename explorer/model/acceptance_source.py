@@ -304,7 +304,6 @@ def as_other_model(result: ALResult, draft_len: FloatArray, measured_on: str,
     whose level varies log-normally with the spread of the mechanism's published points across
     models (how far one model's AL says another's) — also at the measured D."""
     sigma = other_family_spread(mech.slug)
-    dd = np.arange(POSITIONS + 1, dtype=np.float64)
     if result.draw_table is not None and result.draft_index is not None:
         base = result.draw_table
         idx = result.draft_index
@@ -314,7 +313,9 @@ def as_other_model(result: ALResult, draft_len: FloatArray, measured_on: str,
         base[0, idx] = result.acceptance_length
         base[0, 0] = 1.0
     scale = np.exp(sigma * standard_normal(f"other-model/{mech.slug}"))[:, None]
-    draws = np.clip(1.0 + scale * (base - 1.0), 1.0, 1.0 + dd[: base.shape[1]])
+    # AL ≤ 1 + D at every D the table holds (a measured curve may run past POSITIONS)
+    dd = np.arange(base.shape[1], dtype=np.float64)
+    draws = np.clip(1.0 + scale * (base - 1.0), 1.0, 1.0 + dd)
     note = (f"{result.provenance} — measured on {measured_on}, not on {target.name}: other-model "
             "evidence")
     return replace(

@@ -66,10 +66,14 @@ def test_pareto_cost_under_the_slo_answer_is_the_slo_points_cost() -> None:
     from explorer import Scenario, pareto
     from explorer.analysis.targets import slo_answer, usd_per_million_tokens
 
-    at = run_app(vw="pareto", slo="100", usd="2")
+    # 60 tok/s/user: since #21's step costs and #22's priors the default scenario's fastest
+    # point runs ~97 tok/s/user, so the issue's 100 is out of reach; at 60 the SLO point
+    # (B=27, D=4) is not the sidebar's (B=32, D=3) and their costs differ
+    at = run_app(vw="pareto", slo="60", usd="2")
     with_spec, without = pareto(Scenario())
-    answer = slo_answer(with_spec, without, 100.0)
+    answer = slo_answer(with_spec, without, 60.0)
     assert answer.with_speculation is not None
+    assert (answer.with_speculation.batch, answer.with_speculation.draft_len) != (32, 3)
     want = usd_per_million_tokens(2.0, answer.with_speculation.tokens_per_s_per_gpu)
     assert want is not None
     text = " ".join(m.value for m in at.markdown)
@@ -81,20 +85,26 @@ def test_deployment_runs_the_simplest_policy_within_2pct_and_says_why() -> None:
     from explorer import Scenario
     from explorer.analysis.deploy import deploy
     from explorer.export.deploy_configs import chosen_policy
-    from explorer.specs.deployment import DEFAULT_PROFILE
+    from explorer.specs.deployment import profile_from_url
     from tests.support.apptest import goto
 
-    r = deploy(Scenario(), DEFAULT_PROFILE)
+    # Since #21's step fit the default profile's schedule is one D at every batch (static is
+    # the fastest there); B = 1 and 512 at 4K with no switching cost keeps a batch schedule
+    # (D = 6 → 2) that is faster than the best single D, by less than 2 %.
+    link = "h1-1_512-1~b4096-1~s~p0"
+    r = deploy(Scenario(), profile_from_url(link))
     rate = {p.name: p.tokens_per_s_per_gpu for p in r.policies}
+    assert len(set(r.schedule.batch_draft_len)) > 1
     # the batch schedule is faster, but by less than 2 %: static D runs everywhere
     assert rate["static"] < rate["batch_schedule"] < rate["static"] * 1.02
     assert chosen_policy(r) == "static"
-    at = goto(run_app(), "deploy")
+    at = goto(run_app(dp=link), "deploy")
     heads = [h.value for h in at.subheader]
     want = f"Policy to run: static (best single D), D = {r.schedule.static_draft_len}"
     assert want in heads  # whole, on its own line (a quarter-width metric cut it)
     why = " ".join(c.value for c in at.caption).replace("\\", "")
-    assert "static runs within 1.5% of batch_schedule" in why and "main only" in why
+    gap = 1.0 - rate["static"] / rate["batch_schedule"]
+    assert f"static runs within {gap:.1%} of batch_schedule" in why and "main only" in why
 
 
 def test_a_calibration_that_raises_mape_offers_no_apply(monkeypatch: pytest.MonkeyPatch) -> None:

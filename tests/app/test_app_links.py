@@ -87,7 +87,8 @@ def test_deployment_weights_that_sum_to_infinity_are_named_on_the_page():
     at = run_app(dp="h1-1e308_2-1e308~l2048-1-8~s", v="1")  # a 28-character link
     assert warned(at, "URL parameter 'dp", "the weights sum to inf"), shown(at)[:800]
     goto(at, "deploy")
-    assert any(m.label == "Policy to run" for m in at.metric)  # the default profile, said so
+    # the default profile runs, its policy said (a heading on its own line since #24)
+    assert any(h.value.startswith("Policy to run: ") for h in at.subheader)
 
 
 def test_a_lone_surrogate_in_a_problem_message_is_shown_escaped_on_every_rerun():

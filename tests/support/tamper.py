@@ -78,16 +78,18 @@ def tamper(url: str, record_id: str, t: Tamper) -> None:
         engine.dispose()
 
 
-def corrupt_sqlite(path: Path, every: int = 11, seed: int = 7) -> Path:
+def corrupt_sqlite(path: Path, every: int = 11, seed: int = 7, offset: int = 100) -> Path:
     """Overwrite part of every `every`-th page after the schema with random bytes (the way a
-    torn write or a bad disk leaves a file); returns a backup copy of the intact file."""
+    torn write or a bad disk leaves a file), from `offset` bytes into the page (0: its b-tree
+    header too, damage every check finds whatever the records' random ids put on that page);
+    returns a backup copy of the intact file."""
     backup = path.with_suffix(".backup")
     shutil.copy(path, backup)
     rng = random.Random(seed)
     size = os.path.getsize(path)
     with path.open("r+b") as fh:
         for page in range(3, size // 4096, every):
-            fh.seek(page * 4096 + 100)
+            fh.seek(page * 4096 + offset)
             fh.write(rng.randbytes(1500))
     return backup
 

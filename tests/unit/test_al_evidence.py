@@ -141,3 +141,23 @@ def test_the_default_curve_of_a_multi_category_file_is_its_overall_row():
     i = result.default_curve_index("eagle3")
     assert i is not None and result.curves[i].acceptance_lengths == (2.80,)
     assert result.curves[0].acceptance_lengths == (3.32,)  # the first category, not chosen
+
+
+def test_a_long_curve_measured_on_another_model_is_bounded_at_every_d_it_holds(tmp_path):
+    # A curve measured past the draw tables' D (here to D=100) on another model: its draws are
+    # bounded by 1 + D over its own length (hypothesis found the 255-position vLLM counters
+    # broke the bound's broadcast).
+    rows = ["mechanism,dataset,model,temperature,drafter,D,AL,source"]
+    al = 1.0
+    for d in range(1, 101):
+        al += 0.97 ** d
+        rows.append(f"eagle3,chat,some-other-model,0,head,{d},{al:.4f},a test")
+    path = tmp_path / "long.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    code, out, err = run("evaluate", "--al-file", str(path), *LLAMA8_H100, "--draft-len", "7",
+                         "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["acceptance_evidence"] == "other model (some-other-model)"
+    assert 1.0 <= data["acceptance_length_low"] <= data["acceptance_length"] <= 8.0
+    assert data["acceptance_length_high"] <= 8.0

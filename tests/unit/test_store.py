@@ -507,3 +507,26 @@ def test_an_id_with_a_leading_dash_is_drawn_again(monkeypatch: pytest.MonkeyPatc
     draws = iter(["-leading-dash-0123456789", "Fine_id-0123456789abcd"])
     monkeypatch.setattr(store_mod.secrets, "token_urlsafe", lambda n: next(draws))
     assert store_mod._new_id() == "Fine_id-0123456789abcd"
+
+
+def test_scenario_check_finds_an_index_that_no_longer_matches_its_rows(tmp_path: Path):
+    # The guard before a save runs SQLite's quick_check, which does not compare indexes with
+    # their rows; the check a user asks for (`scenario check`) runs the full integrity_check.
+    import sqlite3
+
+    path = tmp_path / "scenarios.sqlite3"
+    s = ScenarioStore(f"sqlite:///{path}")
+    for i in range(3):
+        s.save(Scenario(batch=8 + i), name=f"r{i}")
+    s.dispose()
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA writable_schema=ON")  # the index now claims to hold another column
+    con.execute("UPDATE sqlite_master SET sql = replace(sql, '(created_at)', '(name)') "
+                "WHERE name = 'ix_explorer_scenarios_created_at'")
+    con.commit()
+    con.close()
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA quick_check").fetchall() == [("ok",)]  # what the guard sees
+    con.close()
+    health = ScenarioStore(f"sqlite:///{path}").check()
+    assert not health.healthy and health.damage and "missing from index" in health.damage
