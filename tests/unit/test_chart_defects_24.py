@@ -105,15 +105,21 @@ def test_break_even_says_marginal_where_the_interval_spans_one():
     from explorer import best_draft_len
     from explorer.analysis.frontier import break_even_text
 
-    # B = 151 before the merge of #21/#22; since then (and since attention past its table's box
-    # is never below its KV read) the n-gram's intervals span 1× from B = 89 on, after B = 60–78
-    # where they do not (and B = 40–53, where they span 1× again, are not "from" yet)
+    # B = 151 before the merge of #21/#22; then B = 89 (attention past its table's box never
+    # below its KV read). Since the timing σ was calibrated on the published speed-ups (issue 22,
+    # item 2: vLLM's σ 0.066 → 0.145, the pooled held-out speed-ups), the n-gram's 80 % interval
+    # spans 1× from B = 31 on, every B after it too, and not at B = 27 just before.
     bd = best_draft_len(Scenario(mechanism="ngram"))
-    i = bd.batch.index(89)
+    i = bd.batch.index(31)
     assert bd.speed_best_speedup[i] > 1.0 and bd.speed_best_low[i] <= 1.0 < bd.speed_best_high[i]
-    assert bd.speed_best_low[i - 1] > 1.0 and bd.speed_best_low[bd.batch.index(40)] <= 1.0
+    assert bd.speed_best_low[i - 1] > 1.0
     assert all(lo <= 1.0 for lo in bd.speed_best_low[i:])
     text = break_even_text(bd)
-    assert "**marginal** from B ≈ 89" in text
-    sure = best_draft_len(Scenario(model="llama-3.1-405b", tp=8, dtype="fp8"))
+    assert "**marginal** from B ≈ 31" in text
+    # a case whose interval stays above 1× is not called marginal: EAGLE-3 on 405B FP8 up to
+    # B = 64 (over the whole default grid, since the σ change, it spans 1× past B ≈ 645, beyond
+    # what fits in memory, B = 151, and is marginal there)
+    sure = best_draft_len(Scenario(model="llama-3.1-405b", tp=8, dtype="fp8"),
+                          batches=[1, 2, 4, 8, 16, 32, 64])
+    assert min(sure.speed_best_low) > 1.0
     assert "marginal" not in break_even_text(sure)
