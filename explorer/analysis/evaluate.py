@@ -48,9 +48,16 @@ class Evaluation(BaseModel):
     mechanism_available: bool = True  # False: a hypothetical (MTP on a target without MTP layers)
     availability: str = ""  # what exists for the target, or why the mechanism does not
     acceptance_evidence: str = ""  # measured, same model, same family, other family, none, user
-    # speedup = AL × verify_cost_factor × draft_cost_factor (see recommend.RankedOption)
+    # speedup = AL × verify_cost_factor × draft_cost_factor × prefill_factor
+    # (see recommend.RankedOption)
     verify_cost_factor: float = 1.0
     draft_cost_factor: float = 1.0
+    prefill_factor: float = 1.0
+    # whole requests (Scenario.output_tokens): the prompt prefill a plain step carries in steady
+    # state (a speculative step carries AL times as much, its drafter's share on top); 0 when
+    # the scenario prices decode steps only
+    output_tokens: int | None = None
+    t_prefill_s: float = 0.0
     # 80 % interval from the AL source's draws (equal to the value where it has no spread)
     speedup_low: float | None = None
     speedup_high: float | None = None
@@ -97,6 +104,9 @@ def evaluate(scenario: Scenario) -> Evaluation:
     al = m.acceptance(scenario.draft_len)
     s_lo, s_hi = speedup_interval(g, al, scenario.draft_len, scenario.engine)
     a_lo, a_hi = al.interval()
+    vf = float(np.ravel(g.t_verif_base_s / g.t_verif_spec_s)[0])
+    df = float(np.ravel(g.t_verif_spec_s / (g.t_verif_spec_s + g.t_draft_s))[0])
+    sp, al_v = _scalar(g.speedup), _scalar(g.acceptance_length)
     return Evaluation(
         speedup=_scalar(g.speedup),
         acceptance_length=_scalar(g.acceptance_length),
@@ -133,7 +143,9 @@ def evaluate(scenario: Scenario) -> Evaluation:
         acceptance_length_low=_scalar(a_lo), acceptance_length_high=_scalar(a_hi),
         acceptance_uncertainty=f"{al.uncertainty}; {timing_note(scenario.engine)}",
         acceptance_temperature=al.temperature,
-        verify_cost_factor=float(np.ravel(g.t_verif_base_s / g.t_verif_spec_s)[0]),
-        draft_cost_factor=float(np.ravel(g.t_verif_spec_s / (g.t_verif_spec_s + g.t_draft_s))[0]),
+        verify_cost_factor=vf, draft_cost_factor=df,
+        prefill_factor=(sp / (al_v * vf * df)) if sp is not None and al_v else 1.0,
+        output_tokens=scenario.output_tokens,
+        t_prefill_s=float(np.ravel(g.t_prefill_s)[0]),
         table_flags=table_flags(scenario),
     )

@@ -6,6 +6,9 @@ closed form:
     speedup = T_verif(B)·AL / (T_verif(B·W) + T_draft(B, D))
     ⇒ AL needed for X× at D = X · (T_verif(B·W) + T_draft(B, D)) / T_verif(B)
 
+(with whole requests priced, each step's prompt prefill p enters both steps, AL·p·f the
+speculative one: explorer/model/grid.py `al_for_speedup`)
+
 A D is feasible iff 1 ≤ AL ≤ 1 + D (an AL below 1 means any drafter reaches X× there). The
 per-token acceptance α a chain drafter needs (i.i.d.: AL = (1 − α^(D+1)) / (1 − α)) compares
 D fairly: the best D is the feasible one that needs the lowest α.
@@ -20,21 +23,25 @@ from pydantic import BaseModel, ConfigDict
 from explorer.analysis.candidate import candidate
 from explorer.analysis.frontier import best_draft_len, draft_len_range
 from explorer.base.errors import ScenarioError
-from explorer.model.grid import scenario_model
+from explorer.model.grid import GridResult, al_for_speedup, scenario_model, speedup_at
 from explorer.specs.scenario import Scenario
 
 FloatArray = npt.NDArray[np.float64]
 RHO_GRID: tuple[float, ...] = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5)
 
 
-def step_ratio(scenario: Scenario, draft_len: npt.ArrayLike, batch: int | None = None
-               ) -> FloatArray:
-    """(T_verif(B·W) + T_draft) / T_verif(B) at the scenario's (or `batch`'s) B and its S: the
-    AL of break-even."""
-    m = scenario_model(scenario)
+def _grid(scenario: Scenario, draft_len: npt.ArrayLike, batch: int | None = None) -> GridResult:
     d = np.asarray(draft_len, dtype=np.float64)
-    g = m.grid(scenario.batch if batch is None else batch, d)
-    return np.asarray((g.t_verif_spec_s + g.t_draft_s) / g.t_verif_base_s, dtype=np.float64)
+    return scenario_model(scenario).grid(scenario.batch if batch is None else batch, d)
+
+
+def needed_al(scenario: Scenario, draft_len: npt.ArrayLike, target_speedup: float = 1.0,
+              batch: int | None = None) -> FloatArray:
+    """The AL that gives `target_speedup` at the scenario's (or `batch`'s) B and its S; at 1×,
+    (T_verif(B·W) + T_draft) / T_verif(B) for decode steps: the AL of break-even. With whole
+    requests priced (output tokens N) the speculative step's prefill grows with AL, so the
+    formula inverts as `al_for_speedup` does (inf where no AL reaches the target)."""
+    return al_for_speedup(_grid(scenario, draft_len, batch), target_speedup)
 
 
 def alpha_for_al(al: npt.ArrayLike, draft_len: npt.ArrayLike, iters: int = 60) -> FloatArray:
@@ -85,8 +92,7 @@ def required_al(scenario: Scenario, target_speedup: float, draft_len: int | None
         if draft_len < 1:
             raise ScenarioError("draft_len", "needs D ≥ 1 (D = 0 is plain decoding)")
         d = np.asarray([draft_len], dtype=np.int64)
-    ratio = step_ratio(scenario, d)
-    need = target_speedup * ratio
+    need = needed_al(scenario, d, target_speedup)
     ok = need <= 1.0 + d + 1e-12
     alpha = alpha_for_al(need, d)
     if draft_len is not None or not ok.any():
@@ -130,16 +136,17 @@ class BreakEven(BaseModel):
 def break_even(scenario: Scenario, n_al: int = 41) -> BreakEven:
     """Contours of speedup over (D, AL) and (D, ρ)."""
     d = draft_len_range(scenario)[1:]
-    ratio = step_ratio(scenario, d)
+    g = _grid(scenario, d)
+    ratio = al_for_speedup(g, 1.0)
     al = np.linspace(1.0, float(1 + d.max()), n_al)
-    sp = al[:, None] / ratio[None, :]
+    sp = speedup_at(g, al[:, None])
     sp = np.where(al[:, None] <= 1.0 + d[None, :] + 1e-12, sp, np.nan)
     m = scenario_model(scenario)
     al_s = m.acceptance(d).acceptance_length
     rows = []
     for rho in RHO_GRID:  # one cached model per ρ (B=1 in its key: B is passed to the grid)
-        r = step_ratio(scenario.model_copy(update={"rho": rho, "batch": 1}), d, scenario.batch)
-        rows.append(al_s / r)
+        rows.append(speedup_at(_grid(scenario.model_copy(update={"rho": rho, "batch": 1}), d,
+                                     scenario.batch), al_s))
     return BreakEven(
         draft_len=[int(x) for x in d], acceptance_length=[float(x) for x in al],
         speedup_d_al=sp.tolist(), break_even_al=[float(x) for x in ratio],

@@ -38,10 +38,14 @@ class RankedOption(BaseModel):
     acceptance_model_extended: bool = False  # AL from an acceptance model past the evidence
     acceptance_evidence: str = ""  # measured, same model, same family, other family, none, user
     acceptance_temperature: str = ""  # greedy / sampled decoding of the evidence, where known
-    # speedup = AL × verify_cost_factor × draft_cost_factor:
+    # speedup = AL × verify_cost_factor × draft_cost_factor × prefill_factor:
     verify_cost_factor: float = 1.0  # T_verif(B) / T_verif(B(1+D)): what verifying 1+D costs
     draft_cost_factor: float = 1.0  # T_verif(B(1+D)) / (T_verif(B(1+D)) + T_draft)
-    limiting_term: str = ""  # the factor that costs most: "verify cost" or "draft cost"
+    # whole requests (output tokens N): the prompt prefill each step carries, which speculation
+    # does not shorten, (T_verif(B) + p)/T_verif(B) · step/(step + AL·p·f); 1 for decode steps
+    prefill_factor: float = 1.0
+    # the factor that costs most: "verify cost", "draft cost" or "prompt prefill"
+    limiting_term: str = ""
     # 80 % interval of the speedup from the AL source's draws (seeded), and how often this
     # option is the fastest fitting one across the draws; `confidence` (the best only): how
     # often its mechanism wins at any D.
@@ -135,6 +139,9 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             step = float(g.t_verif_spec_s[i] + g.t_draft_s[i])
             verify_f = float(g.t_verif_base_s[i] / g.t_verif_spec_s[i])
             draft_f = float(g.t_verif_spec_s[i]) / step
+            prefill_f = float(g.speedup[i]) / (float(g.acceptance_length[i]) * verify_f
+                                                * draft_f)
+            costs = {"verify cost": verify_f, "draft cost": draft_f, "prompt prefill": prefill_f}
             ranking.append(RankedOption(
                 mechanism=slug, mechanism_name=mech.name, draft_len=int(ds[i]),
                 speedup=float(g.speedup[i]), acceptance_length=float(g.acceptance_length[i]),
@@ -148,7 +155,7 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
                 acceptance_evidence=al.evidence, acceptance_temperature=al.temperature,
                 availability=av.status,
                 verify_cost_factor=verify_f, draft_cost_factor=draft_f,
-                limiting_term="verify cost" if verify_f < draft_f else "draft cost",
+                prefill_factor=prefill_f, limiting_term=min(costs, key=lambda k: costs[k]),
                 speedup_low=float(lo[i]), speedup_high=float(hi[i]),
                 availability_detail=av.text,
             ))

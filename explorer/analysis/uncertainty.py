@@ -1,7 +1,8 @@
 """Speedup intervals from the AL source's draws and the timing model's error (draws are an
 array axis, seeded).
 
-speedup_k = T_verif(B)·AL_k / (T_verif(B(1+D)) + T_draft) · exp(σ_t(D)·z_k): σ_t is the
+speedup_k = speedup_at(AL_k) · exp(σ_t(D)·z_k), speedup_at(AL) = T_verif(B)·AL / (T_verif(B(1+D))
++ T_draft) with each step's prompt prefill where the scenario prices whole requests: σ_t is the
 engine's step-model leave-one-source-out log error (analysis/timing_error.py).
 One z per draw for every option: the timing model errs alike for every mechanism, so the
 error widens each interval without changing which option wins a draw.
@@ -15,7 +16,7 @@ import numpy.typing as npt
 from explorer.analysis.timing_error import timing_error
 from explorer.base.engines import DEFAULT_ENGINE
 from explorer.model.acceptance_source import N_DRAWS, ALResult, quantiles, standard_normal
-from explorer.model.grid import GridResult
+from explorer.model.grid import GridResult, speedup_at
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -29,8 +30,7 @@ def speedup_draws(g: GridResult, al: ALResult, draft_len: npt.ArrayLike,
                   engine: str = DEFAULT_ENGINE) -> FloatArray:
     """Speedup draws, shape (N_DRAWS, *grid shape): the grid's times with each AL draw, each
     scaled by the timing error at its D."""
-    step = np.asarray(g.t_verif_spec_s + g.t_draft_s, dtype=np.float64)
-    plain = np.asarray(g.t_verif_base_s)[None, ...] * al.draws() / step[None, ...]
+    plain = speedup_at(g, al.draws())
     sigma = timing_error(engine).sigma(draft_len)
     z = standard_normal("timing").reshape((N_DRAWS, *([1] * np.ndim(plain[0]))))
     return np.asarray(np.broadcast_to(plain, (N_DRAWS, *plain.shape[1:])) * np.exp(sigma * z),

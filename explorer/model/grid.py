@@ -35,6 +35,11 @@ from explorer.specs.scenario import Scenario
 
 FloatArray = npt.NDArray[np.float64]
 T = TypeVar("T")
+# Prompt tokens a step carries beside its decode tokens when prefill is chunked into decode steps
+# (the marginal cost of a prompt token is priced on a chunk this size): vLLM serve's
+# max_num_batched_tokens on GPUs with ≥ 70 GiB (vllm/engine/arg_utils.py
+# EngineArgs.get_batch_defaults: OPENAI_API_SERVER 8192); other engines and GPUs: an assumption.
+PREFILL_CHUNK_TOKENS = 8192
 
 
 @dataclass
@@ -57,9 +62,34 @@ class GridResult:
     attention_fraction: FloatArray
     memory_bytes: FloatArray
     fits_in_memory: npt.NDArray[np.bool_]
+    # Whole requests (Scenario.output_tokens N): p, the prompt prefill a plain step carries in
+    # steady state (B·S/N prompt tokens at their marginal cost), and f, the factor a speculative
+    # step's prompt tokens cost more by (the drafter prefills them too). A speculative step
+    # finishes AL times as many requests, so it carries AL·p·f. Zero p: decode steps only.
+    t_prefill_s: FloatArray = field(default_factory=lambda: np.zeros(()))
+    prefill_draft_factor: float = 1.0
     verify_base: Breakdown = field(default_factory=dict)
     verify_spec: Breakdown = field(default_factory=dict)
     draft: Breakdown = field(default_factory=dict)
+
+
+def speedup_at(g: GridResult, al: npt.ArrayLike) -> FloatArray:
+    """The speedup at AL (broadcast against the grid; e.g. draws on a leading axis), with each
+    step's prompt prefill (`t_prefill_s`, 0 for decode steps only):
+    AL·(T_verif(B) + p) / (T_verif(B·W) + T_draft + AL·p·f)."""
+    a = np.asarray(al, dtype=np.float64)
+    p = g.t_prefill_s
+    step = g.t_verif_spec_s + g.t_draft_s + a * p * g.prefill_draft_factor
+    return np.asarray(a * (g.t_verif_base_s + p) / step, dtype=np.float64)
+
+
+def al_for_speedup(g: GridResult, speedup: float) -> FloatArray:
+    """The AL at which the grid's steps give `speedup` (the inverse of `speedup_at`); inf where
+    no AL does (the prefill a speculative step adds outgrows what it saves)."""
+    p, f = g.t_prefill_s, g.prefill_draft_factor
+    den = g.t_verif_base_s + p - speedup * p * f
+    return np.asarray(np.where(den > 0, speedup * (g.t_verif_spec_s + g.t_draft_s)
+                               / np.where(den > 0, den, 1.0), np.inf), dtype=np.float64)
 
 
 def _weight_bytes(model: ModelSpec, dtype: str, expert_dtype: str) -> float:
@@ -447,6 +477,24 @@ class ScenarioModel:
             kv = kv + b * m.mamba_layers * scale * m.mamba.state_bytes_per_seq() / lm.tp
         return np.asarray(kv, dtype=np.float64)
 
+    def prefill_per_step(self, batch: FloatArray, context: FloatArray, group: FloatArray
+                         ) -> tuple[FloatArray, float]:
+        """(p, f) of `GridResult`: with N output tokens a request, B·S/N prompt tokens enter a
+        plain step in steady state; each costs what a chunk of PREFILL_CHUNK_TOKENS (at most
+        the prompt) adds to a decode step of B tokens, its attention over half the prompt (the
+        mean prefix). f = 1 + ρ: the drafter's layers prefill the prompt too (0 for a lookup).
+        (0, 1) without N: decode steps only."""
+        n = self.r.scenario.output_tokens
+        if not n:
+            return np.zeros(()), 1.0
+        chunk = np.minimum(context, float(PREFILL_CHUNK_TOKENS))
+        half = np.maximum(context / 2.0, 1.0)
+        with_chunk = total(self.verify(batch, 1.0 + chunk / batch, half, group))
+        alone = total(self.verify(batch, 1.0, half, group))
+        per_token = np.maximum(with_chunk - alone, 0.0) / chunk
+        f = 1.0 if self.r.mechanism.draft_style == "lookup" else 1.0 + self.rho
+        return np.asarray(batch * context / n * per_token, dtype=np.float64), f
+
     def acceptance(self, draft_len: npt.ArrayLike) -> ALResult:
         sc = self.r.scenario
         return acceptance_length(sc.acceptance, self.r.mechanism, draft_len, sc.draft_len,
@@ -481,13 +529,14 @@ class ScenarioModel:
                 drafted = {k: v * fd for k, v in drafted.items()}
         t_base, t_spec, t_draft = total(base), total(spec), total(drafted)
         al_arr = al_res.acceptance_length
-        step = t_spec + t_draft
-        speedup = t_base * al_arr / step
+        p, f = self.prefill_per_step(b, s, g)
+        step = t_spec + t_draft + al_arr * p * f
+        speedup = (t_base + p) * al_arr / step
         o_d = self.draft_overhead_launch_bound(d)
         mem = self.memory_bytes(b, s, g)
         shape = np.broadcast_shapes(speedup.shape, mem.shape)
         per_user = al_arr / step
-        base_user = 1.0 / t_base
+        base_user = 1.0 / (t_base + p)
         return GridResult(
             acceptance_length=np.broadcast_to(al_arr, shape),
             al_extrapolated=np.broadcast_to(al_res.extrapolated, shape),
@@ -505,6 +554,7 @@ class ScenarioModel:
             attention_fraction=np.broadcast_to(base["attention"] / t_base, shape),
             memory_bytes=np.broadcast_to(mem, shape),
             fits_in_memory=np.broadcast_to(mem <= self.r.hardware.hbm_bytes, shape),
+            t_prefill_s=np.broadcast_to(p, shape), prefill_draft_factor=f,
             verify_base=base if with_breakdowns else {},
             verify_spec=spec if with_breakdowns else {},
             draft=drafted if with_breakdowns else {},

@@ -56,6 +56,7 @@ class Scenario(BaseModel):
     engine: ServingEngine = setting_field("engine")
     batch: int = setting_field("batch")
     context: int = setting_field("context")
+    output_tokens: int | None = setting_field("output_tokens")
     tp: int = setting_field("tp")
     draft_len: int = setting_field("draft_len")
     verify_width: int | None = setting_field("verify_width")

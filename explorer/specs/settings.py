@@ -57,6 +57,8 @@ BATCH_OPTIONS: tuple[int, ...] = (
     2048, 3072, 4096,
 )
 CONTEXT_OPTIONS: tuple[int, ...] = tuple(2**k for k in range(10, 21))  # 1K … 1M tokens
+# 0 = decode steps only (the article's ratio); else tokens generated per request
+OUTPUT_TOKEN_OPTIONS: tuple[int, ...] = (0, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 VERIFY_WIDTH_OPTIONS: tuple[int, ...] = (0, 4, 8, 16, 32, 48, 64, 96, 128, 256)  # 0 = chain
 GROUP_OPTIONS: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64, 128)  # 0 = the preset's G
 LAYER_OPTIONS: tuple[int, ...] = (0, *range(1, 161))  # 0 = the preset's L_target
@@ -180,6 +182,21 @@ SETTINGS: tuple[Setting, ...] = (
             field="context", description="S, KV tokens per sequence", unit="tokens",
             kind="select_slider", options=CONTEXT_OPTIONS, bounds=(1, 2_000_000), symbol="S",
             flag="--context", sweep=True),
+    # Links and saved scenarios from before the setting have no `out`: decode steps only, as
+    # the model priced them then.
+    Setting("out", "output tokens N", "Output tokens per request N (prompt = S)", int, 0,
+            "Workload", field="output_tokens",
+            description="N, tokens each request generates; its prompt of S tokens is prefilled "
+            "once, in the decode steps (chunked prefill), and speculation does not shorten it. "
+            "None (0 in links) = decode steps only (the article's ratio)", unit="tokens",
+            help="A serving run prefills every request's prompt (S tokens) once; speculation "
+            "shortens only the N decode tokens. With N set, speedup and tokens/s are over whole "
+            "requests in steady state: each step also carries the prefill of the requests that "
+            "replace the finished ones (more of them with speculation). 0 prices decode steps "
+            "only, as the article's formula does.",
+            kind="select_slider", options=OUTPUT_TOKEN_OPTIONS, bounds=(1, 1_000_000),
+            none_value=0, none_label="decode only", symbol="N", flag="--output-tokens",
+            sweep=True),
     Setting("tp", "TP degree", "Tensor parallel (GPUs)", int, 2, "Workload", field="tp",
             description="tensor-parallel degree", unit="GPUs", options=TP_OPTIONS,
             bounds=(1, 64), flag="--tp"),

@@ -273,7 +273,8 @@ def _speedup_split(sc: Scenario, opt: dict[str, Any], with_point: bool) -> go.Fi
         return None
     return figures.speedup_split_figure(
         [o.mechanism_name for o in each], [o.acceptance_length for o in each],
-        [o.verify_cost_factor for o in each], [o.draft_cost_factor for o in each])
+        [o.verify_cost_factor for o in each], [o.draft_cost_factor for o in each],
+        [o.prefill_factor for o in each])
 
 
 def _heatmap_point(sc: Scenario) -> Points:

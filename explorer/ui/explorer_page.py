@@ -12,7 +12,7 @@ import streamlit as st
 from explorer.analysis.evaluate import Evaluation
 from explorer.analysis.fallbacks import with_fallbacks
 from explorer.analysis.frontier import break_even_text
-from explorer.analysis.recommend import Recommendation
+from explorer.analysis.recommend import RankedOption, Recommendation
 from explorer.analysis.targets import OperatingPoint, slo_answer, slo_cost, token_cost
 from explorer.base.errors import ScenarioError
 from explorer.interfaces import view_state as us
@@ -56,6 +56,23 @@ def build_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = No
 
 def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:{spec}}{unit}"
+
+
+def prefill_note(ev: Evaluation, context: int) -> str:
+    """What the headline's speedup spans: decode steps only, or whole requests."""
+    if not ev.output_tokens:
+        return ("Decode steps only (the article's ratio). A serving run also prefills each "
+                "request's prompt once, which speculation does not shorten: set *Output tokens "
+                "per request N* (Workload) to price whole requests.")
+    return (f"Whole requests: prompt S = {context:,} tokens per N = {ev.output_tokens:,} "
+            f"generated; each plain step also carries {ev.t_prefill_s * 1e3:.2f} ms of the "
+            "prefill of the requests that replace finished ones, a speculative step AL times "
+            f"that (it finishes more of them): ×{ev.prefill_factor:.2f} on the decode "
+            "steps' speedup.")
+
+
+def _least_factor(o: RankedOption) -> float:
+    return min(o.verify_cost_factor, o.draft_cost_factor, o.prefill_factor)
 
 
 def current_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
@@ -102,6 +119,7 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                 delta=(f"fits in {ev.hbm_bytes / 1e9:,.0f} GB" if ev.fits_in_memory
                        else f"does not fit in {ev.hbm_bytes / 1e9:,.0f} GB"),
                 delta_color="normal" if ev.fits_in_memory else "inverse")
+    st.caption(prefill_note(ev, sc.context))
     if not ev.mechanism_available:
         name = md_text(_mechanism_name(sc.mechanism))
         st.warning(f"**{name} is unavailable for this target** — {md_text(ev.availability)}. "
@@ -299,6 +317,8 @@ def _mechanisms_view(sc: Scenario, js: charts.Key, ev: Evaluation,
              "AL gain ×": round(o.acceptance_length, 3),
              "verify-cost ×": round(o.verify_cost_factor, 3),
              "draft-cost ×": round(o.draft_cost_factor, 3),
+             **({"prompt-prefill ×": round(o.prefill_factor, 3)}
+                if sc.output_tokens else {}),
              "costs most": o.limiting_term,
              "draft share of step": f"{o.draft_overhead_fraction:.0%}",
              "training": o.training,
@@ -310,9 +330,12 @@ def _mechanisms_view(sc: Scenario, js: charts.Key, ev: Evaluation,
         _chart(js, "speedup_split")
         st.caption("speedup = AL × T_verif(B)/T_verif(B·(1+D)) × T_verif(B·(1+D)) / "
                    "(T_verif(B·(1+D)) + T_draft): the AL gain, what verifying 1+D tokens "
-                   "per sequence costs, and what drafting costs. "
+                   "per sequence costs, and what drafting costs"
+                   + (" — and, with whole requests priced (N output tokens), the prompt "
+                      "prefill each step carries, which speculation does not shorten. "
+                      if sc.output_tokens else ". ")
                    + " ".join(f"{md_text(o.mechanism_name)}: {o.limiting_term} costs most "
-                              f"(×{min(o.verify_cost_factor, o.draft_cost_factor):.2f})."
+                              f"(×{_least_factor(o):.2f})."
                               for o in best_each))
     for o in best_each:
         st.caption(f"**{md_text(o.mechanism_name)}** — {md_text(o.availability_detail)}")

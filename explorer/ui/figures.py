@@ -467,21 +467,28 @@ def breakdown_figure(parts: dict[str, dict[str, float]]) -> go.Figure:
 
 SPLIT_TERMS = (("AL gain", "#54A24B"), ("verify-cost factor", "#F58518"),
                ("draft-cost factor", "#4C78A8"), ("speedup", "#E45756"))
+PREFILL_TERM = ("prompt-prefill factor", "#B279A2")
 
 
 def speedup_split_figure(names: list[str], al: list[float], verify: list[float],
-                         draft: list[float]) -> go.Figure:
+                         draft: list[float], prefill: list[float] | None = None) -> go.Figure:
     """speedup = AL × T_verif(B)/T_verif(B(1+D)) × T_verif(B(1+D))/(T_verif(B(1+D)) + T_draft),
-    per mechanism (its best D), on a log axis so the three factors multiply visibly."""
-    values = [al, verify, draft, [a * v * d for a, v, d in zip(al, verify, draft, strict=True)]]
+    per mechanism (its best D), on a log axis so the three factors multiply visibly; with whole
+    requests priced, a fourth factor: the prompt prefill's dilution (`prefill`)."""
+    pre = prefill if prefill is not None and any(abs(x - 1.0) > 1e-9 for x in prefill) else None
+    terms = [*SPLIT_TERMS[:3], *([PREFILL_TERM] if pre else []), SPLIT_TERMS[3]]
+    product = [a * v * d * (pre[i] if pre else 1.0)
+               for i, (a, v, d) in enumerate(zip(al, verify, draft, strict=True))]
+    values = [al, verify, draft, *([pre] if pre else []), product]
     fig = go.Figure()
-    for (term, color), ys in zip(SPLIT_TERMS, values, strict=True):
+    for (term, color), ys in zip(terms, values, strict=True):
         fig.add_trace(go.Bar(x=[plotly_text(n) for n in names], y=ys, name=term,
                              marker_color=color, text=[f"{y:.2f}×" for y in ys],
                              textposition="outside",
                              hovertemplate="%{x}<br>" + term + " %{y:.3f}×<extra></extra>"))
     fig.update_layout(barmode="group", title="Why: speedup = AL gain × verify-cost factor × "
-                      "draft-cost factor (each mechanism at its best D)",
+                      "draft-cost factor" + (" × prompt-prefill factor" if pre else "")
+                      + " (each mechanism at its best D)",
                       yaxis={"title": "factor (×, log)", "type": "log",
                              **log_ticks([v for ys in values for v in ys])}, **_LAYOUT)
     return fig

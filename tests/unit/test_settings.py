@@ -263,7 +263,7 @@ def test_an_old_stored_view_keeps_opening(tmp_path: Path):
     state = us.decode_view(record.view)
     assert state.warnings == ()
     assert state.values == old | {"w": 0, "eng": "vllm", "dp": us.DEFAULT_VALUES["dp"],
-                                  "moe": "", "cm": "", "cd": ""}
+                                  "moe": "", "cm": "", "cd": "", "out": 0}
     assert us.scenario_from_view(state.values) == sc
     assert sc.engine == "vllm"
 
@@ -319,7 +319,8 @@ def test_each_flag_sets_its_field(s: Setting):
 def test_sweep_lists_exactly_the_declared_settings():
     sweep = _subparser(build_parser(), "sweep")
     listed = {s.flag for s in SETTINGS if s.sweep}
-    assert listed == {"--batch", "--draft-len", "--group", "--context", "--mechanism"}
+    assert listed == {"--batch", "--draft-len", "--group", "--context", "--mechanism",
+                      "--output-tokens"}
     for a in sweep._actions:
         if a.option_strings and a.option_strings[0] in listed:
             assert a.type is None and a.choices is None, a.option_strings  # read as a list

@@ -126,6 +126,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(f"acceptance length  {fmt(ev.acceptance_length)}{extended}  [{ev.acceptance_source}]")
     print(f"T_verif base/spec  {ev.t_verif_base_s * 1e3:.3f} / {ev.t_verif_spec_s * 1e3:.3f} ms")
     print(f"T_draft            {ev.t_draft_s * 1e3:.3f} ms")
+    print("prompt prefill     " + (
+        f"{ev.t_prefill_s * 1e3:.3f} ms a plain step (whole requests of N = {ev.output_tokens} "
+        f"tokens; ×{ev.prefill_factor:.3f} on the decode steps' speedup)" if ev.output_tokens
+        else "not charged: decode steps only (--output-tokens N prices whole requests)"))
     print(f"tokens/s per user  {fmt(ev.tokens_per_s_per_user)}  "
           f"(no spec {ev.baseline_tokens_per_s_per_user:.1f})")
     print(f"tokens/s per GPU   {fmt(ev.tokens_per_s_per_gpu)}  "

@@ -1,0 +1,97 @@
+"""Whole requests (Scenario.output_tokens N): each step carries the prompt prefill of the requests
+that replace the finished ones, which speculation does not shorten (explorer/model/grid.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from explorer.analysis.evaluate import evaluate
+from explorer.analysis.inverse import needed_al, required_al
+from explorer.analysis.recommend import recommend
+from explorer.analysis.uncertainty import speedup_draws
+from explorer.interfaces import view_state as us
+from explorer.model.grid import al_for_speedup, scenario_model, speedup_at
+from explorer.specs.scenario import Scenario
+
+BATCHES = np.array([1.0, 16.0, 64.0, 128.0])
+
+
+def _sc(**kw: object) -> Scenario:
+    base: dict[str, object] = {"hardware": "h100", "model": "llama-3.1-8b", "tp": 1,
+                               "mechanism": "eagle3", "draft_len": 3, "context": 1024}
+    return Scenario.model_validate(base | kw)
+
+
+def _grid(**kw: object):  # type: ignore[no-untyped-def]
+    return scenario_model(_sc(**kw)).grid(BATCHES, 3.0)
+
+
+def test_decode_steps_only_by_default_and_unchanged() -> None:
+    g = _grid()
+    assert _sc().output_tokens is None
+    assert np.all(np.asarray(g.t_prefill_s) == 0.0)
+    decode = g.t_verif_base_s * g.acceptance_length / (g.t_verif_spec_s + g.t_draft_s)
+    assert np.allclose(g.speedup, decode)
+
+
+def test_prefill_dilutes_the_speedup_more_as_the_batch_grows() -> None:
+    decode, whole = _grid(), _grid(output_tokens=1024)
+    ratio = np.asarray(whole.speedup / decode.speedup)
+    # B = 1: one prompt per 1024 tokens costs < 1 % of the decode; B = 128: the steps carry
+    # 128 prompts' worth per 1024 steps, a tenth of the speedup
+    assert ratio[0] > 0.99
+    assert np.all(np.diff(ratio) < 0)
+    assert 0.85 < ratio[-1] < 0.95
+    # a plain step's prefill: B·S/N prompt tokens at a prefill token's marginal cost, which for
+    # an 8B model on an H100 lies between its GEMM compute at the BF16 peak (15 µs) and 3× that
+    per_token = np.asarray(whole.t_prefill_s) / (BATCHES * 1024 / 1024)
+    assert np.all((per_token > 15e-6) & (per_token < 45e-6))
+
+
+def test_longer_outputs_approach_the_decode_steps_and_longer_prompts_dilute_more() -> None:
+    decode = float(_grid().speedup[2])
+    short, long_ = (float(_grid(output_tokens=n).speedup[2]) for n in (256, 8192))
+    assert short < long_ < decode
+    assert decode - long_ < 0.02  # 1K prompts per 8K outputs: an eighth of the 1:1 loss
+    assert float(_grid(output_tokens=256, context=8192).speedup[2]) < short
+
+
+def test_speedup_at_and_its_inverse_agree_with_the_grid() -> None:
+    g = _grid(output_tokens=512)
+    assert np.allclose(speedup_at(g, g.acceptance_length), g.speedup)
+    for x in (1.0, 1.3):
+        al = al_for_speedup(g, x)
+        assert np.allclose(speedup_at(g, al), x)
+    # the AL the inverse questions need is higher with the prefill than without (it pays the
+    # prefill of the extra requests it finishes)
+    sc = _sc(output_tokens=512, batch=64)
+    assert float(needed_al(sc, [3], 1.5)[0]) > float(needed_al(_sc(batch=64), [3], 1.5)[0])
+    req = required_al(sc, 1.5, draft_len=3)
+    g64 = scenario_model(sc).grid(64, 3.0)
+    assert float(np.ravel(speedup_at(g64, req.acceptance_length))[0]) == pytest.approx(1.5)
+
+
+def test_intervals_recommendation_and_evaluation_carry_the_prefill() -> None:
+    sc = _sc(output_tokens=512, batch=64)
+    m = scenario_model(sc)
+    g = m.grid(64, 3.0)
+    draws = speedup_draws(g, m.acceptance(3), 3, sc.engine)
+    assert np.median(draws) == pytest.approx(float(g.speedup), rel=0.1)
+    ev = evaluate(sc)
+    assert ev.output_tokens == 512 and ev.t_prefill_s > 0
+    assert ev.speedup == pytest.approx(
+        ev.acceptance_length * ev.verify_cost_factor * ev.draft_cost_factor * ev.prefill_factor)
+    assert ev.prefill_factor < 0.95
+    assert evaluate(_sc(batch=64)).prefill_factor == pytest.approx(1.0)
+    top = recommend(sc).ranking[0]
+    assert top.prefill_factor < 1.0
+    assert top.speedup == pytest.approx(top.acceptance_length * top.verify_cost_factor
+                                        * top.draft_cost_factor * top.prefill_factor)
+
+
+def test_a_link_carries_the_output_tokens_and_old_links_price_decode_steps() -> None:
+    state = us.decode({"m": ["llama-3.1-8b"], "hw": ["h100"], "tp": ["1"], "out": ["2048"]})
+    assert us.scenario_from_view(state.values).output_tokens == 2048
+    old = us.decode({"m": ["llama-3.1-8b"], "hw": ["h100"], "tp": ["1"]})
+    assert us.scenario_from_view(old.values).output_tokens is None
