@@ -265,7 +265,14 @@ def _fall_with_batch(rows: list[MappedRow]) -> None:
     pts = ", ".join(f"B={b:g} {s:.2f}x" for b, s in zip((1, 8, 32, 64, 128), g.speedup,
                                                         strict=True))
     print(f"     the model's EAGLE-3 D=3, Llama-3.1-8B, 1xH100, vLLM, its AL prior "
-          f"({float(g.acceptance_length[0]):.2f}): {pts}")
+          f"({float(g.acceptance_length[0]):.2f}), decode steps: {pts}")
+    for prompt, output in ((94, 166), (1024, 1024)):  # GSM8K's requests (SpecDecodeBench), 1K/1K
+        whole = base.model_copy(update={"context": prompt, "output_tokens": output})
+        gw = scenario_model(whole).grid(np.array([1.0, 8.0, 32.0, 64.0, 128.0]), 3.0)
+        pts = ", ".join(f"B={b:g} {s:.2f}x" for b, s in zip((1, 8, 32, 64, 128), gw.speedup,
+                                                            strict=True))
+        print(f"       whole requests of {prompt} prompt and {output} output tokens (each step "
+              f"carries the prefill of the requests that replace finished ones): {pts}")
 
 
 def step_costs(fit: StepCostFit) -> None:

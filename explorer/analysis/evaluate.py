@@ -97,6 +97,19 @@ def sources_of(model: ScenarioModel, al_source: str) -> dict[str, str]:
     }
 
 
+# The output length the Explorer quotes a whole-request speedup at when the scenario prices decode
+# steps only: a reference for how much a serving run's prefill dilutes the headline, not a claim
+# about the user's workload (InferenceX's standard runs are 1K, 8K in and 1K out).
+REFERENCE_OUTPUT_TOKENS = 1024
+
+
+def whole_request_speedup(scenario: Scenario, output_tokens: int = REFERENCE_OUTPUT_TOKENS
+                          ) -> float | None:
+    """The scenario's speedup over whole requests of `output_tokens` (prompt S), at its B, D."""
+    sc = scenario.model_copy(update={"output_tokens": output_tokens})
+    return _scalar(scenario_model(sc).grid(sc.batch, sc.draft_len).speedup)
+
+
 def evaluate(scenario: Scenario) -> Evaluation:
     m = scenario_model(scenario)
     g = m.grid(scenario.batch, scenario.draft_len, with_breakdowns=True)

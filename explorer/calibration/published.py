@@ -6,16 +6,21 @@ read into the presets — or the reason a row does not map. The step-cost fit
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import pandas as pd
 
 from explorer.base.mechanisms import mechanism_of_published
-from explorer.presets import hardware_presets, mechanism_presets, model_presets
+from explorer.presets import DATA_DIR, hardware_presets, mechanism_presets, model_presets
 from explorer.specs.engine import VLLM, engine_in_text
 from explorer.specs.scenario import Acceptance, Scenario
 
 # Assumption: published end-to-end runs without a stated context are short chat prompts.
 ASSUMED_CONTEXT = 1024
+# Prompt and output lengths of the requests behind published speed-ups, where the publication
+# gives them (its traces): a row that matches runs as whole requests (Scenario.output_tokens)
+# at its prompt length; the others as decode steps at ASSUMED_CONTEXT.
+REQUEST_LENGTHS = DATA_DIR / "request_lengths.csv"
 
 
 # GPU names as the reference writes them → hardware preset; longest prefix first.
@@ -161,14 +166,33 @@ def map_row(row: pd.Series, carried: dict[tuple[str, ...], float] | None = None
     # a row that names no serving engine is taken as vLLM's (`make validate` says so)
     engine = normalise_engine(str(row.engine)) or VLLM.slug
     dtype = "fp8" if "fp8" in str(row.model_target).lower() else "bf16"  # 'Llama-4-Scout (FP8)'
+    lengths = request_lengths(row)
+    context, output = lengths if lengths is not None else (ASSUMED_CONTEXT, None)
     try:
         sc = Scenario(hardware=hw, model=model, tp=tp, mechanism=slug, batch=int(b_m.group(1)),
-                      draft_len=d, context=ASSUMED_CONTEXT, dtype=dtype, verify_width=width,
-                      engine=engine,
+                      draft_len=d, context=context, output_tokens=output, dtype=dtype,
+                      verify_width=width, engine=engine,
                       acceptance=Acceptance(kind="fixed", fixed_al=al))
     except (ValueError, TypeError) as err:
         return None, f"not a valid scenario ({type(err).__name__})"
     return sc, ""
+
+
+@cache
+def _request_lengths() -> tuple[tuple[str, str, str, int, int], ...]:
+    rows = pd.read_csv(REQUEST_LENGTHS, dtype=str).to_dict("records")
+    return tuple((r["source_contains"], r["model_contains"], r["dataset"],
+                  int(r["prompt_tokens"]), int(r["output_tokens"])) for r in rows)
+
+
+def request_lengths(row: pd.Series) -> tuple[int, int] | None:
+    """(prompt, output) tokens of a published row's requests, where data/request_lengths.csv
+    has its publication, model and dataset."""
+    src, model, data = (str(row.get(k, "")) for k in ("source", "model_target", "dataset"))
+    for s, m, d, prompt, output in _request_lengths():
+        if s in src and m.lower() in model.lower() and d.lower() == data.strip().lower():
+            return prompt, output
+    return None
 
 
 def published_speedup(row: pd.Series) -> float:

@@ -45,7 +45,7 @@ from explorer.calibration.published import (
     published_speedup,
 )
 from explorer.model.engine_costs import graph_shape
-from explorer.model.grid import ScenarioModel
+from explorer.model.grid import PREFILL_CHUNK_TOKENS, ScenarioModel
 from explorer.model.layers import total
 from explorer.model.resolve import resolve
 from explorer.presets import DATA_DIR, engine_profiles
@@ -68,6 +68,7 @@ START: dict[str, float] = {"step_overhead_us": 1206.84, "per_sequence_us": 0.0,
                            "compute_overlap_loss": 0.0, "draft_forward_overhead_us": 200.0}
 # Parameter units → the model's seconds (κ is a share).
 _TO_MODEL = np.array([FITTED_STEP_TERMS[t][1] for t in TERMS])
+_KAPPA = TERMS.index("compute_overlap_loss")
 PRIMARY_ENGINE = VLLM.slug  # the engine whose fit the others carry where their evidence is thin
 STEP_FIT_REFERENCE = DATA_DIR / "samples" / "step_times.csv"
 # SpecDecodeBench-simulator@2fdccbd's own per-step overhead (reference/kernels.csv,
@@ -122,6 +123,13 @@ class _Features:
     base_t0: float = 0.0  # speed-ups: the plain step T_verif(B)
     base_f: FloatArray | None = None
     al: float = 1.0
+    # speed-ups of whole requests (published request lengths): the prompt prefill a plain step
+    # carries, kernels-only plus κ times its overlappable part (a marginal cost over a decode
+    # step: the per-step, per-request and per-draft terms do not change it), and the
+    # speculative step's factor on it (explorer/model/grid.py)
+    prefill_s: float = 0.0
+    prefill_kappa_s: float = 0.0
+    prefill_f: float = 1.0
 
 
 def _scenario(**kw: object) -> Scenario:
@@ -246,7 +254,17 @@ def features(e: StepEvidence) -> _Features:
     if e.kind == "step":
         return _Features(t0, f)
     bt0, bf = _step_features(m, b, 0.0, False)
-    return _Features(t0, f, bt0, bf, float(sc.acceptance.fixed_al or 1.0))
+    p, pk, pf = 0.0, 0.0, 1.0
+    if sc.output_tokens:
+        s = float(sc.context)
+        pa, pf = m.prefill_per_step(np.array([b]), np.array([s]), np.array([m.r.group]))
+        p = float(np.ravel(pa)[0])
+        chunk = min(s, float(PREFILL_CHUNK_TOKENS))
+        with_chunk, _ = graph_shape(m.engine, np.array([b]), np.array([1.0 + chunk / b]))
+        alone, _ = graph_shape(m.engine, np.array([b]), np.array([1.0]))
+        pk = float(np.ravel(m.overlappable_s(with_chunk) - m.overlappable_s(alone))[0]) \
+            / chunk * b * s / sc.output_tokens
+    return _Features(t0, f, bt0, bf, float(sc.acceptance.fixed_al or 1.0), p, pk, pf)
 
 
 def predict(e: StepEvidence, f: _Features, theta_units: Sequence[float] | FloatArray) -> float:
@@ -256,7 +274,8 @@ def predict(e: StepEvidence, f: _Features, theta_units: Sequence[float] | FloatA
     if e.kind != "speedup":
         return step * 1e3
     assert f.base_f is not None
-    return f.al * (f.base_t0 + float(f.base_f @ th)) / step
+    p = f.prefill_s + float(th[_KAPPA]) * f.prefill_kappa_s
+    return f.al * (f.base_t0 + float(f.base_f @ th) + p) / (step + f.al * p * f.prefill_f)
 
 
 @dataclass(frozen=True)

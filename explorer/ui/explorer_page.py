@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer.analysis.evaluate import Evaluation
+from explorer.analysis.evaluate import REFERENCE_OUTPUT_TOKENS, Evaluation, whole_request_speedup
 from explorer.analysis.fallbacks import with_fallbacks
 from explorer.analysis.frontier import break_even_text
 from explorer.analysis.recommend import RankedOption, Recommendation
@@ -58,13 +58,17 @@ def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:{spec}}{unit}"
 
 
-def prefill_note(ev: Evaluation, context: int) -> str:
-    """What the headline's speedup spans: decode steps only, or whole requests."""
+def prefill_note(ev: Evaluation, sc: Scenario) -> str:
+    """What the headline's speedup spans: decode steps only (and what whole requests would
+    give at a reference output length), or whole requests."""
     if not ev.output_tokens:
+        ref = whole_request_speedup(sc)
+        at = (f": with {REFERENCE_OUTPUT_TOKENS:,} output tokens per {sc.context:,}-token "
+              f"prompt it is {ref:.2f}×" if ref is not None else "")
         return ("Decode steps only (the article's ratio). A serving run also prefills each "
-                "request's prompt once, which speculation does not shorten: set *Output tokens "
-                "per request N* (Workload) to price whole requests.")
-    return (f"Whole requests: prompt S = {context:,} tokens per N = {ev.output_tokens:,} "
+                f"request's prompt once, which speculation does not shorten{at}. Set *Output "
+                "tokens per request N* (Workload) to price whole requests.")
+    return (f"Whole requests: prompt S = {sc.context:,} tokens per N = {ev.output_tokens:,} "
             f"generated; each plain step also carries {ev.t_prefill_s * 1e3:.2f} ms of the "
             "prefill of the requests that replace finished ones, a speculative step AL times "
             f"that (it finishes more of them): ×{ev.prefill_factor:.2f} on the decode "
@@ -119,7 +123,7 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
                 delta=(f"fits in {ev.hbm_bytes / 1e9:,.0f} GB" if ev.fits_in_memory
                        else f"does not fit in {ev.hbm_bytes / 1e9:,.0f} GB"),
                 delta_color="normal" if ev.fits_in_memory else "inverse")
-    st.caption(prefill_note(ev, sc.context))
+    st.caption(prefill_note(ev, sc))
     if not ev.mechanism_available:
         name = md_text(_mechanism_name(sc.mechanism))
         st.warning(f"**{name} is unavailable for this target** — {md_text(ev.availability)}. "

@@ -93,11 +93,14 @@ def test_the_sigma_per_engine_is_at_least_the_loo_speedup_log_rms_the_fit_record
         assert te.speedup_pooled == (own_n < MIN_SPEEDUP_ROWS)
         assert float(te.sigma(3)) == te.log_rms and float(te.sigma(0)) == 0.0
     # at this fit: vLLM has one held-out speed-up (SpecDecodeBench B=128), TRT-LLM two, SGLang
-    # eleven; the pooled 14 give 0.145, vLLM's step times 0.066
+    # eleven; the pooled 14 give 0.142, vLLM's step times 0.072 (0.145 and 0.066 before the
+    # B = 128 row ran as whole requests at its published request lengths: with its prefill it
+    # no longer pulls the per-draft-forward cost up, which leaves #20780's B = 1 steps, held
+    # out, 8 % under instead of 3 %)
     assert {e: n for e, (_, n) in per_engine.items()} == {"vllm": 1, "sglang": 11, "trtllm": 2}
-    assert timing_error("vllm").log_rms == pytest.approx(0.1446, abs=5e-4)
-    assert timing_error("vllm").step_log_rms == pytest.approx(0.066, abs=5e-4)
-    assert timing_error("sglang").log_rms == pytest.approx(0.1462, abs=5e-4)
+    assert timing_error("vllm").log_rms == pytest.approx(0.1418, abs=5e-4)
+    assert timing_error("vllm").step_log_rms == pytest.approx(0.0718, abs=5e-4)
+    assert timing_error("sglang").log_rms == pytest.approx(0.1468, abs=5e-4)
     # a step time keeps the step-time error (bench-plan's step predictions)
     assert float(timing_error("vllm").step_sigma(3)) == timing_error("vllm").step_log_rms
 
