@@ -37,7 +37,7 @@ not fit are priced as if it did and counted in `not_fitting_share`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -87,6 +87,10 @@ class StateGrid:
     allowed: npt.NDArray[np.bool_]
     fits_plain: npt.NDArray[np.bool_]  # (nB, nS)
     tp: int
+    # whole requests (Scenario.output_tokens): the prompt prefill a plain step carries (nB, nS)
+    # and the factor a speculative step's prompt tokens cost more by (explorer/model/grid.py)
+    prefill_s: FloatArray = field(default_factory=lambda: np.zeros((1, 1)))
+    prefill_draft_factor: float = 1.0
 
     @property
     def weight(self) -> FloatArray:
@@ -94,13 +98,22 @@ class StateGrid:
         return np.asarray(self.batch_weight[:, None, None] * self.context_weight[None, :, None]
                           * self.workload_weight[None, None, :], dtype=np.float64)
 
+    def _step(self, penalty: float) -> FloatArray:
+        """(nB, nS, nW, nD) one step with its prompt prefill: AL·p·f on a speculative step (it
+        finishes AL times as many requests), p on a plain one; speculative steps slowed by
+        `penalty` (a fraction)."""
+        step = self.step_s * np.where(self.draft_len > 0, 1.0 + penalty, 1.0)
+        f = np.where(self.draft_len > 0, self.prefill_draft_factor, 1.0)
+        prefill = (np.asarray(self.prefill_s)[:, :, None, None]
+                   * self.acceptance_length[None, None, :, :] * f)
+        return np.asarray(step[:, :, None, :] + prefill, dtype=np.float64)
+
     def gpu_rate(self, penalty: float = 0.0) -> FloatArray:
         """(nB, nS, nW, nD) tokens/s per GPU of each state at each D; where a D is not allowed
         (no AL there, or it does not fit) the state runs plain decoding; speculative steps are
         slowed by `penalty` (a fraction)."""
-        step = self.step_s * np.where(self.draft_len > 0, 1.0 + penalty, 1.0)
         rate = (self.batch[:, None, None, None] * self.acceptance_length[None, None, :, :]
-                / step[:, :, None, :] / self.tp)
+                / self._step(penalty) / self.tp)
         return np.where(self.allowed, rate, rate[..., :1])
 
     def effective(self, idx: IntArray) -> IntArray:
@@ -110,8 +123,7 @@ class StateGrid:
 
     def tpot_s(self, penalty: float = 0.0) -> FloatArray:
         """(nB, nS, nW, nD) time per output token of each user."""
-        step = self.step_s * np.where(self.draft_len > 0, 1.0 + penalty, 1.0)
-        return np.asarray(step[:, :, None, :] / self.acceptance_length[None, None, :, :],
+        return np.asarray(self._step(penalty) / self.acceptance_length[None, None, :, :],
                           dtype=np.float64)
 
 
@@ -161,9 +173,10 @@ def state_grid(scenario: Scenario, profile: DeploymentProfile,
     fits = fits | ~fits[:, :, :1]  # where even plain decoding does not fit, memory cannot choose
     allowed = np.isfinite(al)[None, None, :, :] & fits[:, :, None, :]
     allowed[..., 0] = True
+    prefill = np.broadcast_to(np.asarray(g.t_prefill_s), step.shape)[:, :, 0]
     return StateGrid(b, pb, s, ps, names, pw, d, np.where(np.isfinite(al), al, 1.0),
                      np.asarray(step, dtype=np.float64), allowed, fits_plain,
-                     scenario.tp)
+                     scenario.tp, np.asarray(prefill, dtype=np.float64), g.prefill_draft_factor)
 
 
 # --- policies: each a D index per state (nB, nS, nW) ------------------------------------------

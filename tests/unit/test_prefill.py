@@ -95,3 +95,21 @@ def test_a_link_carries_the_output_tokens_and_old_links_price_decode_steps() -> 
     assert us.scenario_from_view(state.values).output_tokens == 2048
     old = us.decode({"m": ["llama-3.1-8b"], "hw": ["h100"], "tp": ["1"]})
     assert us.scenario_from_view(old.values).output_tokens is None
+
+
+def test_a_deployment_prices_whole_requests_when_the_scenario_does() -> None:
+    from explorer.analysis.deploy import deploy, state_grid
+    from explorer.specs.deployment import DeploymentProfile
+
+    profile = DeploymentProfile()
+    decode_sc, whole_sc = _sc(), _sc(output_tokens=512)
+    grid = state_grid(whole_sc, profile)
+    assert np.all(grid.prefill_s > 0) and grid.prefill_draft_factor > 1.0
+    # a plain step of a state: its decode step plus the prefill it carries
+    g = scenario_model(whole_sc).grid(float(grid.batch[0]), 0.0, context=float(grid.context[0]))
+    rate = grid.gpu_rate()[0, 0, 0, 0]
+    assert rate == pytest.approx(float(grid.batch[0]) / float(
+        np.ravel(g.t_verif_base_s + g.t_prefill_s)[0]) / whole_sc.tp)
+    gain = {sc.output_tokens: next(p.speedup for p in deploy(sc, profile).policies
+                                   if p.name == "oracle") for sc in (decode_sc, whole_sc)}
+    assert 1.0 < gain[512] < gain[None]
