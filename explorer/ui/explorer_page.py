@@ -338,7 +338,7 @@ def _mechanisms_view(sc: Scenario, js: charts.Key, ev: Evaluation,
                    + (" — and, with whole requests priced (N output tokens), the prompt "
                       "prefill each step carries, which speculation does not shorten. "
                       if sc.output_tokens else ". ")
-                   + " ".join(f"{md_text(o.mechanism_name)}: {o.limiting_term} costs most "
+                   + " ".join(f"{md_text(o.mechanism_name)}: {o.limiting_term} weighs most "
                               f"(×{_least_factor(o):.2f})."
                               for o in best_each))
     for o in best_each:
