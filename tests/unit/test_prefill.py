@@ -113,3 +113,16 @@ def test_a_deployment_prices_whole_requests_when_the_scenario_does() -> None:
     gain = {sc.output_tokens: next(p.speedup for p in deploy(sc, profile).policies
                                    if p.name == "oracle") for sc in (decode_sc, whole_sc)}
     assert 1.0 < gain[512] < gain[None]
+
+
+def test_the_split_chart_shows_the_prefill_factor_only_for_whole_requests() -> None:
+    from explorer.ui.figures import speedup_split_figure
+
+    decode = speedup_split_figure(["a"], [2.0], [0.8], [0.9])
+    whole = speedup_split_figure(["a"], [2.0], [0.8], [0.9], [0.92])
+    assert [t.name for t in decode.data] == ["AL gain", "verify-cost factor",
+                                             "draft-cost factor", "speedup"]
+    assert [t.name for t in whole.data][3:] == ["prompt-prefill factor", "speedup"]
+    assert whole.data[-1].y[0] == pytest.approx(2.0 * 0.8 * 0.9 * 0.92)
+    assert [t.name for t in speedup_split_figure(["a"], [2.0], [0.8], [0.9], [1.0]).data] == [
+        t.name for t in decode.data]
