@@ -381,29 +381,49 @@ def mechanism_spreads(mechanism: str, exclude_source: str = "") -> tuple[float, 
     same = np.concatenate([np.asarray(v) - np.mean(v) for v in by_model.values() if len(v) >= 2]
                           ) if any(len(v) >= 2 for v in by_model.values()) else np.zeros(0)
     n_same = sum(len(v) - 1 for v in by_model.values() if len(v) >= 2)
-    source = float(np.sqrt(np.sum(same**2) / n_same)) if n_same else float("nan")
-    model_means = np.asarray([np.mean(v) for v in by_model.values()])
-    between = _sd(model_means)
+    # as for models: one degree of freedom (two runs on one model) says little about a third
+    source = (float(np.sqrt(np.sum(same**2) / n_same)) if n_same >= MIN_POINTS_FOR_SPREAD - 1
+              else float("nan"))
+    between = _own_between(mechanism, exclude_source)
     if len({run_source(p.source) for r in runs for p in r.points}) < 2:
         # one source (a paper retraining every head alike) cannot show how models or sources
         # differ: the other model-based mechanisms' between-model spread stands in
         source = between = _pooled_between(mechanism, exclude_source)
+    elif len(by_model) < MIN_POINTS_FOR_SPREAD:
+        # two models say little about how far a third lands (a σ from 2 values is 0 as often
+        # as not): the pooled between-model spread stands in
+        between = _pooled_between(mechanism, exclude_source)
     fallback = widest_spread()
     return (within if np.isfinite(within) else fallback,
             source if np.isfinite(source) else (between if np.isfinite(between) else fallback),
             between if np.isfinite(between) else fallback)
 
 
+@lru_cache(maxsize=64)
+def _model_levels(mechanism: str, exclude_source: str) -> tuple[float, ...]:
+    """Each model's mean log level (default mix) over its runs of the mechanism."""
+    offsets = workload_offsets(mechanism, exclude_source)
+    by_model: dict[str, list[float]] = {}
+    for r in _runs(mechanism_presets()[mechanism], _points(mechanism, exclude_source)):
+        by_model.setdefault(r.model, []).append(float(np.log(max(_mix_level(r, offsets), 1e-9))))
+    return tuple(float(np.mean(v)) for v in by_model.values())
+
+
+def _own_between(mechanism: str, exclude_source: str) -> float:
+    return _sd(np.asarray(_model_levels(mechanism, exclude_source)))
+
+
 def _pooled_between(mechanism: str, exclude_source: str) -> float:
     """RMS between-model σ of the mechanisms of the same kind (model-based or lookup) whose
-    runs come from two sources or more."""
+    runs come from two sources or more and cover enough models to show their own."""
     values = []
     for slug in mechanism_presets():
         if slug == mechanism or _lookup(slug) != _lookup(mechanism):
             continue
         pts = _points(slug, exclude_source)
-        if len({run_source(p.source) for p in pts}) >= 2:
-            values.append(mechanism_spreads(slug, exclude_source)[2])
+        if (len({run_source(p.source) for p in pts}) >= 2
+                and len(_model_levels(slug, exclude_source)) >= MIN_POINTS_FOR_SPREAD):
+            values.append(_own_between(slug, exclude_source))
     return float(np.sqrt(np.mean(np.square(values)))) if values else widest_spread()
 
 
