@@ -7,8 +7,10 @@ A. End-to-end speedups of ../shared/reference/speedups.csv that map to the prese
    the user gives none, its level refitted without the row's own source (leave-one-source-out),
    the interval combining the prior's spread and the timing error; MAPE and signed bias beside.
 B. The AL prior against every published AL curve point of ../shared/reference/al_curves.csv
-   whose mechanism is a preset: each source left out of the evidence in turn, the share of its
-   points inside the prior's 80 % interval for that target, MAPE and bias of the prior's level.
+   whose mechanism is a preset: each source's publisher left out of the evidence in turn, the
+   share of its points inside the prior's 80 % interval for that target, MAPE and bias of the
+   prior's level; then the σ calibration (data/al_spread_fit.csv) beside its refit on these
+   points, and its nested check (`--fit` writes the refit).
 
 Without ../shared both groups say so and return.
 """
@@ -171,8 +173,9 @@ SPREAD_FIT_FILE = Path(__file__).resolve().parent.parent / "data" / "al_spread_f
 def al_prior_coverage(shared: Path, fit: bool = False) -> dict[str, float]:
     """Group B; with `fit`, also refit the σ calibration on these points and write it to
     data/al_spread_fit.csv (the share inside is then the one of the factor it had)."""
-    print("B. AL prior, leave-one-source-out, vs every published AL point of a preset "
-          "mechanism (shared reference al_curves.csv; 80 % interval, target 75–85 % inside)")
+    print("B. AL prior, leave-one-source-out (each publisher left out whole), vs every "
+          "published AL point of a preset mechanism (shared reference al_curves.csv; 80 % "
+          "interval, target 75–85 % inside)")
     df = pd.read_csv(shared / "reference" / "al_curves.csv", dtype=str)
     mechs = mechanism_presets()
     by_mech: dict[str, list[tuple[bool, float, bool]]] = {}

@@ -482,7 +482,8 @@ def evidence(mechanism: str, target_slug: str | None, family: str,
     pts = _points(mechanism, exclude_source)
     factor = al_spread_fit().factor if spread_factor is None else spread_factor
     if not pts:
-        return Evidence(mechanism, "none", (), 1.0, factor * widest_spread(), UNSOURCED,
+        how = UNSOURCED if spread_factor is not None else f"{UNSOURCED}; {spread_calibration()}"
+        return Evidence(mechanism, "none", (), 1.0, factor * widest_spread(), how,
                         spread_factor=factor)
     same_model = tuple(p for p in pts if target_slug and p.target == target_slug)
     same_family = tuple(p for p in pts if family and p.family == family)
