@@ -253,8 +253,8 @@ def spread_fit_report(covering: np.ndarray, groups: np.ndarray, fit: bool) -> di
     if fit:
         SPREAD_FIT_FILE.write_text(
             "factor,points,publishers,coverage_raw,coverage,coverage_nested,fitted_on\n"
-            f"{factor:.3f},{covering.size},{np.unique(groups).size},{raw:.3f},{calibrated:.3f},"
-            f"{nested:.3f},\"shared/reference/al_curves.csv points of a preset mechanism, each "
+            f"{factor:.3f},{covering.size},{np.unique(groups).size},{raw:.4f},{calibrated:.4f},"
+            f"{nested:.4f},\"shared/reference/al_curves.csv points of a preset mechanism, each "
             "publisher (a repository at any commit or fork, an organisation's model cards, else "
             "the source) left out of the evidence in turn (scripts/validate_acceptance.py "
             "--fit)\"\n",

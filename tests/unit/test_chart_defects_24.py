@@ -109,7 +109,7 @@ def test_break_even_says_marginal_where_the_interval_spans_one():
     # below its KV read). Since the timing σ was calibrated on the published speed-ups (issue 22,
     # item 2: vLLM's σ 0.066 → 0.145, the pooled held-out speed-ups), the n-gram's 80 % interval
     # spans 1× from B = 31 on; from B = 27 on, and not at B = 24 just before, since the AL prior's
-    # σ is calibrated by leave-one-source-out (issue 22: × 1.176; the n-gram's between-model σ
+    # σ is calibrated by leave-one-source-out (issue 22: × 1.165; the n-gram's between-model σ
     # is the widest model-based spread 0.43, its two models being too few to show their own)
     bd = best_draft_len(Scenario(mechanism="ngram"))
     i = bd.batch.index(27)
