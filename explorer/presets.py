@@ -435,6 +435,30 @@ def published_al_points() -> tuple[PublishedPoint, ...]:
 
 
 @dataclass(frozen=True)
+class SpreadFit:
+    """The calibration of the AL prior's σ (data/al_spread_fit.csv, written by
+    `scripts/validate_acceptance.py --fit`): one factor on the log-σ of every prior, fitted so
+    that leave-one-source-out 80 % intervals hold 80 % of the published AL points."""
+
+    factor: float
+    points: int  # published AL points it was fitted on
+    publishers: int  # who published them (each left out of the evidence in turn)
+    coverage_raw: float  # LOSO share inside the interval with factor 1
+    coverage: float  # with the factor
+    coverage_nested: float  # with the factor refitted without the scored point's source
+    fitted_on: str
+
+
+@lru_cache(maxsize=1)
+def al_spread_fit() -> SpreadFit:
+    r = _rows("al_spread_fit.csv")[0]
+    return SpreadFit(factor=float(r["factor"]), points=int(r["points"]),
+                     publishers=int(r["publishers"]), coverage_raw=float(r["coverage_raw"]),
+                     coverage=float(r["coverage"]), coverage_nested=float(r["coverage_nested"]),
+                     fitted_on=r["fitted_on"])
+
+
+@dataclass(frozen=True)
 class DraftHead:
     """A published drafter checkpoint for a target preset: one row of the drafter catalogue
     data/draft_heads.csv (adding a public drafter is adding a row, with its source)."""

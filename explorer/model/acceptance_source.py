@@ -35,6 +35,7 @@ from explorer.model.acceptance import (
 )
 from explorer.model.acceptance_evidence import (
     MIX_SOURCE,
+    Evidence,
     evidence,
     evidence_draft_lens,
     evidence_for,
@@ -328,15 +329,16 @@ def as_other_model(result: ALResult, draft_len: FloatArray, measured_on: str,
 
 
 def prior_al(mech: MechanismSpec, draft_len: npt.ArrayLike,
-             target: ModelSpec | None = None, exclude_source: str = "") -> ALResult:
+             target: ModelSpec | None = None, exclude_source: str = "",
+             spread_factor: float | None = None) -> ALResult:
     """The mechanism's prior for `target`: its shape at the level of the closest published points
     (same model, same family, else the preset prior fitted on other families), where they hold
     it: a block prior only at the published block sizes, a chain prior flagged model-extended
     past the largest published D. Its draws vary the level log-normally with the points' spread."""
     d = np.asarray(draft_len, dtype=np.float64)
-    ev = (evidence_for(mech, target) if not exclude_source else
+    ev = (evidence_for(mech, target) if not exclude_source and spread_factor is None else
           evidence(mech.slug, target.slug if target else None,
-                   target.family if target else "", exclude_source))
+                   target.family if target else "", exclude_source, spread_factor))
     measured = evidence_draft_lens(mech.slug)
     valid = d <= mech.max_draft_len
     if mech.is_block:
@@ -368,3 +370,42 @@ def prior_al(mech: MechanismSpec, draft_len: npt.ArrayLike,
                     note, evidence=ev.closeness, draw_table=draws, draft_index=idx,
                     uncertainty=f"the level varies log-normally with σ = {ev.log_sd:.2f} "
                     f"({ev.spread_from}; {MIX_SOURCE})", temperature=ev.temperatures)
+
+
+# Factors on the prior's σ a covering factor is first looked up on (steps of 6 %), then refined
+# by bisection to a relative step below 0.01 %.
+FACTOR_GRID = np.geomspace(0.05, 20.0, 100)
+FACTOR_BISECTIONS = 10
+
+
+def covering_factor(mech: MechanismSpec, ev: Evidence, draft_len: int, al: float) -> float:
+    """The smallest factor on the prior's uncalibrated σ at which its 80 % interval at
+    `draft_len` holds `al` (inf where no factor up to 20 does), with the very draws prior_al
+    makes. A wider σ widens the interval, so the share of points whose covering factor is ≤ k
+    is the coverage at factor k: what the σ calibration is fitted on."""
+    z = standard_normal(f"prior/{mech.slug}")
+    u = uniform(f"prior-workload/{mech.slug}")
+    raw = ev.log_sd / ev.spread_factor
+    base = ev.level_draws(np.zeros_like(z), u)  # the level with each draw's workload offset
+    m = prior_marginal(mech, POSITIONS)[:draft_len]
+
+    def inside(factors: FloatArray) -> BoolArray:
+        levels = base[None, :] * np.exp(factors[:, None] * raw * z[None, :])
+        draws = 1.0 + np.minimum(1.0, levels[..., None] * m).sum(axis=-1)  # (factors, draws)
+        lo, hi = np.quantile(draws, INTERVAL, axis=1)
+        return np.asarray((lo <= al) & (al <= hi), dtype=bool)
+
+    hits = inside(FACTOR_GRID)
+    if not hits.any():
+        return float("inf")
+    i = int(np.argmax(hits))
+    if i == 0:
+        return float(FACTOR_GRID[0])
+    lo_k, hi_k = float(FACTOR_GRID[i - 1]), float(FACTOR_GRID[i])
+    for _ in range(FACTOR_BISECTIONS):
+        mid = float(np.sqrt(lo_k * hi_k))
+        if inside(np.asarray([mid]))[0]:
+            hi_k = mid
+        else:
+            lo_k = mid
+    return hi_k

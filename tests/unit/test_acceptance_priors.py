@@ -28,9 +28,10 @@ def _al(mechanism: str, level: float, d: int) -> float:
 def test_own_cards_sit_above_serving_benchmarks_and_are_discounted_by_the_data():
     factor, sd, pairs = card_discount()
     # gpt-oss-20b, Llama-3.3-70B, Qwen3-235B: nebius's own heads vs the public heads the same
-    # card (or the vLLM P-EAGLE blog) measured — own cards are ~29% higher in AL − 1 terms
+    # card (or the vLLM P-EAGLE blog) measured — own cards are ~26% higher in AL − 1 terms
+    # (0.715 while the workload offsets pooled own cards and papers)
     assert pairs == 3
-    assert factor == pytest.approx(0.715, abs=0.01) and 0.1 < sd < 0.3
+    assert factor == pytest.approx(0.744, abs=0.01) and 0.1 < sd < 0.3
 
 
 def test_the_level_comes_from_serving_benchmarks_where_any_exist():
@@ -38,9 +39,10 @@ def test_the_level_comes_from_serving_benchmarks_where_any_exist():
     assert ev.closeness == "same model" and ev.kind == SERVING
     assert all(p.kind == SERVING for p in ev.points)
     assert ev.set_aside == 7  # nebius KL, LK and card heads
-    assert ev.level == pytest.approx(0.893, abs=0.005)
-    # AL 2.55 at D=3 (issue 22: the held-out runs imply 2.38; the cards' average gave 2.74)
-    assert _al("eagle3", ev.level, 3) == pytest.approx(2.55, abs=0.01)
+    assert ev.level == pytest.approx(0.844, abs=0.005)
+    # AL 2.51 at D=3 (issue 22: the held-out runs imply 2.38; the cards' average gave 2.74; 2.55
+    # with the shape SpecDecodeBench's EAGLE-1 curve gave and the offsets of own papers)
+    assert _al("eagle3", ev.level, 3) == pytest.approx(2.51, abs=0.01)
     assert "level from 6 points of independent serving benchmarks" in ev.describe(None)
     assert "(7 points of the drafters' own cards/papers set aside)" in ev.describe(None)
 
@@ -48,19 +50,24 @@ def test_the_level_comes_from_serving_benchmarks_where_any_exist():
 def test_an_own_paper_sets_the_level_only_scaled_by_the_card_discount():
     ev = evidence("eagle3", "qwen3-8b", "qwen3")  # the DSpark paper's retrained heads only
     assert ev.kind == OWN and ev.card_discount == pytest.approx(card_discount()[0])
-    assert ev.level == pytest.approx(0.80, abs=0.01)
-    # D=3: 2.39 (issue 22: 2.93 before, the measurements imply 2.25)
-    assert _al("eagle3", ev.level, 3) == pytest.approx(2.39, abs=0.01)
-    assert "card discount 0.19 over 3 pairs" in ev.spread_from
-    assert "× the card discount 0.71" in ev.describe(None)
+    assert ev.level == pytest.approx(0.79, abs=0.01)
+    # D=3: 2.41 (issue 22: 2.93 before, the measurements imply 2.25; 2.39 with the EAGLE-1 shape
+    # and the own papers' workload offsets)
+    assert _al("eagle3", ev.level, 3) == pytest.approx(2.41, abs=0.01)
+    assert "card discount 0.17 over 3 pairs" in ev.spread_from
+    assert "× the card discount 0.74" in ev.describe(None)
 
 
 def test_the_workload_axis_orders_math_over_coding_over_chat_and_the_mix_is_neutral():
     off = workload_offsets("eagle3")
     assert set(off) == set(DEFAULT_MIX)
-    assert off["math/reasoning"] > off["coding"] > off["summarisation/RAG"] > off["chat"]
-    assert off["chat"] == pytest.approx(-0.30, abs=0.01)
-    assert off["math/reasoning"] == pytest.approx(0.22, abs=0.01)
+    # from the serving runs that cover several categories (nebius's card measuring public heads,
+    # the P-EAGLE and AMD blogs); the own cards and papers put chat −0.37 and math +0.32 (and
+    # with SpecDecodeBench's EAGLE-1 runs pooled in: −0.30 / +0.22). Summarisation rests on the
+    # AMD blog's 2 points.
+    assert off["math/reasoning"] > off["coding"] > off["chat"]
+    assert off["chat"] == pytest.approx(-0.19, abs=0.01)
+    assert off["math/reasoning"] == pytest.approx(0.09, abs=0.01)
     assert sum(DEFAULT_MIX[w] * off[w] for w in off) == pytest.approx(0.0, abs=1e-12)
     # a lookup drafter has its own axis: copies in code edits, little in free-form math
     ngram = workload_offsets("ngram")
@@ -94,8 +101,8 @@ def test_each_workload_has_its_own_spread_shown_with_its_level():
 
     sp = workload_spreads("eagle3")
     assert set(sp) == set(DEFAULT_MIX)
-    assert sp["chat"] == pytest.approx(0.24, abs=0.01)  # chat benchmarks differ the most
-    assert sp["coding"] == pytest.approx(0.10, abs=0.01)
+    assert sp["chat"] == pytest.approx(0.25, abs=0.01)  # chat benchmarks differ the most
+    assert sp["coding"] == pytest.approx(0.17, abs=0.01)
     text = evidence("eagle3", "gpt-oss-20b", "gpt-oss").describe(model_presets()["gpt-oss-20b"])
-    assert "per workload chat ×0.558 σ 0.24, coding ×0.851 σ 0.10" in text
-    assert "summarisation/RAG ×0.725 σ 0.19 (offset only)" in text  # no such point on it
+    assert "per workload chat ×0.595 σ 0.25, coding ×0.728 σ 0.17" in text
+    assert "summarisation/RAG ×0.772 σ 0.09 (offset only)" in text  # no such point on it

@@ -108,14 +108,16 @@ def test_break_even_says_marginal_where_the_interval_spans_one():
     # B = 151 before the merge of #21/#22; then B = 89 (attention past its table's box never
     # below its KV read). Since the timing σ was calibrated on the published speed-ups (issue 22,
     # item 2: vLLM's σ 0.066 → 0.145, the pooled held-out speed-ups), the n-gram's 80 % interval
-    # spans 1× from B = 31 on, every B after it too, and not at B = 27 just before.
+    # spans 1× from B = 31 on; from B = 27 on, and not at B = 24 just before, since the AL prior's
+    # σ is calibrated by leave-one-source-out (issue 22: × 1.165; the n-gram's between-model σ
+    # is the widest model-based spread 0.43, its two models being too few to show their own)
     bd = best_draft_len(Scenario(mechanism="ngram"))
-    i = bd.batch.index(31)
+    i = bd.batch.index(27)
     assert bd.speed_best_speedup[i] > 1.0 and bd.speed_best_low[i] <= 1.0 < bd.speed_best_high[i]
     assert bd.speed_best_low[i - 1] > 1.0
     assert all(lo <= 1.0 for lo in bd.speed_best_low[i:])
     text = break_even_text(bd)
-    assert "**marginal** from B ≈ 31" in text
+    assert "**marginal** from B ≈ 27" in text
     # a case whose interval stays above 1× is not called marginal: EAGLE-3 on 405B FP8 up to
     # B = 64 (over the whole default grid, since the σ change, it spans 1× past B ≈ 645, beyond
     # what fits in memory, B = 151, and is marginal there)
