@@ -197,6 +197,10 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             f"[{o.speedup_low:.2f}–{o.speedup_high:.2f}]" for o in runners
         )
         verdict = "speculation pays" if best.speedup > 1.0 else "plain decoding is faster"
+        if scenario.output_tokens:  # what the speedup spans (decode steps only otherwise)
+            verdict += (f" over whole requests ({scenario.context:,}-token prompts, "
+                        f"{scenario.output_tokens:,} output tokens; their prefill ×"
+                        f"{best.prefill_factor:.2f})")
         extended = (", model-extended past the published/measured D"
                     if best.acceptance_model_extended else "")
         cliff = cliff_note(candidate(scenario, best.mechanism), best.draft_len)

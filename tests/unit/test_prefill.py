@@ -126,3 +126,10 @@ def test_the_split_chart_shows_the_prefill_factor_only_for_whole_requests() -> N
     assert whole.data[-1].y[0] == pytest.approx(2.0 * 0.8 * 0.9 * 0.92)
     assert [t.name for t in speedup_split_figure(["a"], [2.0], [0.8], [0.9], [1.0]).data] == [
         t.name for t in decode.data]
+
+
+def test_the_recommendation_says_it_is_over_whole_requests() -> None:
+    text = recommend(_sc(output_tokens=1024, batch=64)).explanation
+    assert "speculation pays over whole requests (1,024-token prompts, 1,024 output tokens; " \
+        "their prefill ×0.9" in text
+    assert "whole requests" not in recommend(_sc(batch=64)).explanation
