@@ -292,7 +292,9 @@ def render(sc: Scenario | None) -> None:
     c[2].metric("Gap to oracle", f"{best.gap_to_oracle:.1%}")
     st.caption(md_text("Why this policy: the simplest within 2 % of the fastest an engine runs "
                        "— " + simplest_within(result, EXPRESSIBLE)[1]))
-    st.dataframe(policy_table(result), hide_index=True, width="stretch", key="dp_policies")
+    # six rows: a static table, not a data grid (whose library, loaded per page like plotly's,
+    # would be a second download and parse before the page is drawn)
+    st.table(policy_table(result), hide_index=True)
     st.caption("p50 / p90 per user: the speed that 50 % / 90 % of user-time gets at least "
                "(1 / the 50th / 90th percentile of time per output token; each state weighted "
                "by its share of time × B). Gap: 1 − tokens/s per GPU / the oracle's. "

@@ -13,7 +13,7 @@ from tests.support.apptest import goto, open_section, run_app
 
 
 def policy_rows(at) -> dict[str, dict[str, object]]:
-    df = next(d for d in at.dataframe if "policy" in d.value.columns).value
+    df = next(d for d in at.table if "policy" in d.value.columns).value
     return {str(r["policy"]): dict(r) for _, r in df.iterrows()}
 
 
