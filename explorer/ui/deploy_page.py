@@ -294,7 +294,7 @@ def render(sc: Scenario | None) -> None:
                        "— " + simplest_within(result, EXPRESSIBLE)[1]))
     # six rows: a static table, not a data grid (whose library, loaded per page like plotly's,
     # would be a second download and parse before the page is drawn)
-    st.table(policy_table(result), hide_index=True)
+    st.table(policy_table(result).style.format(precision=1, thousands=","), hide_index=True)
     st.caption("p50 / p90 per user: the speed that 50 % / 90 % of user-time gets at least "
                "(1 / the 50th / 90th percentile of time per output token; each state weighted "
                "by its share of time × B). Gap: 1 − tokens/s per GPU / the oracle's. "
