@@ -28,14 +28,6 @@ controls.check_url_once()
 if state.ACTIVE_CURVE in st.session_state:  # keep the chosen upload on the other pages, which
     st.session_state[state.ACTIVE_CURVE] = st.session_state[state.ACTIVE_CURVE]  # drop it
 share.open_link()  # ?s=<id>: a saved scenario sets the widgets before they exist
-values = controls.sidebar()
-# A write sends the whole query string as this run read it. While a session's first runs
-# settle the link (values that fell back removed) that is the point; later, after quick key
-# presses, it is older than the browser's and set the URL back (page D=8, URL d=7): then the
-# link is written only if its version is missing.
-URL_SETTLED = "_url_settled"
-if st.query_params.get("v") != "1" or not st.session_state.get(URL_SETTLED):
-    st.query_params["v"] = "1"
 
 
 def uploaded_curve() -> AcceptanceCurve | None:
@@ -49,9 +41,10 @@ def scenario_now() -> Scenario | None:
 
 
 def explorer() -> None:
-    controls.show_url_warnings()
-    share.show_opened(values)
-    explorer_page.render(values, uploaded_curve(), state.hardware_overrides())
+    layout = explorer_page.render(values, uploaded_curve(), state.hardware_overrides(), early)
+    with layout.top:
+        controls.show_url_warnings()
+        share.show_opened(values)
 
 
 def data() -> None:
@@ -75,17 +68,34 @@ def deployment() -> None:
     deploy_page.render(scenario_now())
 
 
-model_upload.sidebar_note()  # a model from its config.json replaces the preset (Measured data)
-share.save_panel(values, scenario_now)
-
+explorer_home = st.Page(explorer, title="Explorer", icon=":material/bolt:",
+                        url_path="explorer", default=True)
 page = st.navigation([
-    st.Page(explorer, title="Explorer", icon=":material/bolt:", url_path="explorer", default=True),
+    explorer_home,
     st.Page(data, title="Measured data", icon=":material/upload_file:", url_path="data"),
     st.Page(sources, title="Presets & sources", icon=":material/menu_book:", url_path="sources"),
     st.Page(compare, title="Compare", icon=":material/compare:", url_path="compare"),
     st.Page(codesign, title="Co-design", icon=":material/grid_on:", url_path="codesign"),
     st.Page(deployment, title="Deployment", icon=":material/dns:", url_path="deploy"),
 ])
+# The Explorer's title and first chart go out before the sidebar (~20 widgets): the browser
+# starts loading plotly.js with the chart, and draws the rest meanwhile. They are built for the
+# values the sidebar is about to take; after a run where it took others, in order (render).
+early = None
+again = bool(st.session_state.pop(explorer_page.EARLY_MISS, False))
+if page is explorer_home and not again:
+    early = explorer_page.render_first(controls.predicted_values(), uploaded_curve(),
+                                       state.hardware_overrides())
+values = controls.sidebar(again)
+# A write sends the whole query string as this run read it. While a session's first runs
+# settle the link (values that fell back removed) that is the point; later, after quick key
+# presses, it is older than the browser's and set the URL back (page D=8, URL d=7): then the
+# link is written only if its version is missing.
+URL_SETTLED = "_url_settled"
+if st.query_params.get("v") != "1" or not st.session_state.get(URL_SETTLED):
+    st.query_params["v"] = "1"
+model_upload.sidebar_note()  # a model from its config.json replaces the preset (Measured data)
+share.save_panel(values, scenario_now)
 page.run()
 if controls.RESETS_KEY not in st.session_state:
     st.session_state[URL_SETTLED] = True

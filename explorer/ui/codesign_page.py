@@ -14,6 +14,7 @@ from explorer.specs.scenario import Scenario
 from explorer.ui.codesign_figures import best_speedup_heatmap
 from explorer.ui.text import md_text
 
+TABLE_OPEN_KEY = "cd_table_open"
 GROUPS = (1, 2, 4, 8, 16, 32, 64)
 LAYERS = (16, 24, 32, 48, 64, 80, 96, 128)
 
@@ -51,4 +52,8 @@ def render(scenario: Callable[[], Scenario | None]) -> None:
                "D = 128/G_rank − 1 (column tile_free_draft_len). Grey cells do not fit in "
                "memory at this batch and context: their label is the speed-only best "
                "(no fit), outside the colour scale.")
-    st.dataframe(df, hide_index=True)
+    # drawn when opened (an expander that reruns on open): the data grid's library is a second
+    # download and parse, and the heatmap above already shows each design's best
+    with st.expander("Every design as a table", key=TABLE_OPEN_KEY, on_change="rerun") as table:
+        if table.open:
+            st.dataframe(df, hide_index=True)

@@ -17,7 +17,11 @@ from explorer.ui.text import md_text
 
 WARNINGS_KEY = "_url_warnings"
 RESETS_KEY = "_url_resets"  # link values that fell back, set again on the second run
-HIDDEN_UNLESS_APPLICABLE = {"dm"}  # a draft model only matters for the external mechanism
+HIDDEN_UNLESS_APPLICABLE = {"dm"}
+# What the sidebar said when it changed a choice the others rule out: said again in the run
+# that follows (the Explorer lays its page out again where the sidebar changed a value it had
+# drawn for, explorer_page.render), where the choice is already changed.
+FALLBACK_NOTES = "_sidebar_fallback_notes"  # a draft model only matters for the external mechanism
 
 
 def check_url_once() -> None:
@@ -117,7 +121,7 @@ def link(s: Setting, value: Any) -> None:
         st.query_params[s.key] = text
 
 
-def _widget(s: Setting, v: dict[str, Any]) -> Any:
+def _widget(s: Setting, v: dict[str, Any], carried: dict[str, str]) -> Any:
     sb = st.sidebar
     # A bound widget writes its *displayed* option into the URL: its options are the raw values.
     # Preset choices are shown by name instead, and linked by slug here (`link`).
@@ -147,9 +151,11 @@ def _widget(s: Setting, v: dict[str, Any]) -> Any:
     if current not in options:  # choices follow other settings
         if s.options_of is not None:  # an engine the chosen GPU does not run: say so
             reason = us.why_not(s, current, v)
-            sb.warning(md_text(f"{s.label}: {reason}; using {s.default}."),
-                       icon=":material/warning:")
+            carried = {s.key: md_text(f"{s.label}: {reason}; using {s.default}.")}
+            st.session_state[FALLBACK_NOTES][s.key] = carried[s.key]
         st.session_state[s.key] = s.default
+    if s.key in carried:
+        sb.warning(carried[s.key], icon=":material/warning:")
     fmt = _format(s, v)
     if named:  # the "none" choice (no draft model) keeps its label
         labels = us.preset_labels(s, [o for o in options if o != s.none_value])
@@ -180,8 +186,22 @@ def page_setting(s: Setting) -> Any:
     return value
 
 
-def sidebar() -> dict[str, Any]:
-    """Render the controls; return the values keyed like the URL."""
+def predicted_values() -> dict[str, Any]:
+    """The values `sidebar()` is about to return, read before its widgets exist: a keyed widget's
+    value is in the session from its first run on (a move, Apply, a link or saved scenario set
+    it there), else the link's, else the default. What the widgets then correct (a choice the
+    other settings rule out, a value the link's text does not give) is caught by comparing with
+    what `sidebar()` returns (explorer_page.render_first)."""
+    linked = us.decode({k: st.query_params.get_all(k) for k in st.query_params}).values
+    return {s.key: st.session_state[s.key] if s.key in st.session_state
+            else linked.get(s.key, s.default) for s in SETTINGS}
+
+
+def sidebar(again: bool = False) -> dict[str, Any]:
+    """Render the controls; return the values keyed like the URL. `again`: this run repeats
+    the last one's (its fallback warnings are said again)."""
+    carried: dict[str, str] = st.session_state.get(FALLBACK_NOTES, {}) if again else {}
+    st.session_state[FALLBACK_NOTES] = {}
     v: dict[str, Any] = {}
     sb = st.sidebar
     section = None
@@ -200,7 +220,7 @@ def sidebar() -> dict[str, Any]:
             if us.shown_by_name(s):  # not shown: out of the link, as a bound widget's value goes
                 link(s, s.default)
             continue
-        v[s.key] = _widget(s, v)
+        v[s.key] = _widget(s, v, carried)
         caption = _caption(s, v[s.key])
         if caption:
             sb.caption(caption)

@@ -4,6 +4,7 @@ the AL a drafter must reach. The profile is the `dp` view setting (URL, saved sc
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -19,7 +20,7 @@ from explorer.analysis.inverse import (
     required_to_beat,
 )
 from explorer.base.errors import ScenarioError
-from explorer.export.deploy_configs import EXPRESSIBLE, export_policy
+from explorer.export.deploy_configs import EXPRESSIBLE, PolicyExport, export_policy
 from explorer.presets import mechanism_presets, sample_curves
 from explorer.specs.deployment import (
     DEFAULT_NOTES,
@@ -40,6 +41,12 @@ from explorer.ui.text import md_text
 
 PROFILE_KEY = "dp"
 ERROR_KEY = "_dp_error"
+# The sections below the policy are drawn only when opened (an expander that reruns on open):
+# the collapsed page sends and draws one chart, not three, and no form of a dozen widgets.
+EDITOR_OPEN_KEY = "dp_editor_open"
+EXPORT_OPEN_KEY = "dp_export_open"
+INVERSE_OPEN_KEY = "dp_inverse_open"
+NOTES_OPEN_KEY = "dp_notes_open"
 POLICY_LABELS = {
     "off": "off (no speculation)", "static": "static (best single D)",
     "batch_schedule": "batch schedule D*(B)", "batch_context_schedule": "batch × context D*(B, S)",
@@ -143,7 +150,15 @@ def _editor(profile: DeploymentProfile, mechanism: str,
     lognormal = not isinstance(s, ContextBuckets)
     curves = [*uploads, *(k for k, v in sample_curves().items() if v.mechanism == mechanism)]
     chosen = [w.source for w in profile.workload]
-    with st.expander("Deployment profile", expanded=False), st.form("dp_form"):
+    with st.expander("Deployment profile", key=EDITOR_OPEN_KEY, on_change="rerun") as panel:
+        if panel.open:
+            _form(profile, uploads, curves, chosen, day, hist, lognormal)
+
+
+def _form(profile: DeploymentProfile, uploads: dict[str, AcceptanceCurve], curves: list[str],
+          chosen: list[str], day: Sequence[float], hist: str, lognormal: bool) -> None:
+    c, s = profile.concurrency, profile.context
+    with st.form("dp_form"):
         a, b, w = st.columns(3)
         form: dict[str, Any] = {}
         form["conc_kind"] = a.radio("Concurrency", ["day", "histogram"],
@@ -215,7 +230,6 @@ def policy_table(result: DeployResult) -> pd.DataFrame:
 
 
 def _inverse(sc: Scenario) -> None:
-    st.subheader("What a drafter must reach")
     a, b, c = st.columns(3)
     target = a.number_input("Target speedup X", 1.0, 20.0, 2.0, 0.1, key="dp_target")
     at_d = b.toggle(f"At the scenario's D = {sc.draft_len}", value=False, key="dp_at_d",
@@ -278,7 +292,9 @@ def render(sc: Scenario | None) -> None:
     c[2].metric("Gap to oracle", f"{best.gap_to_oracle:.1%}")
     st.caption(md_text("Why this policy: the simplest within 2 % of the fastest an engine runs "
                        "— " + simplest_within(result, EXPRESSIBLE)[1]))
-    st.dataframe(policy_table(result), hide_index=True, width="stretch", key="dp_policies")
+    # six rows: a static table, not a data grid (whose library, loaded per page like plotly's,
+    # would be a second download and parse before the page is drawn)
+    st.table(policy_table(result).style.format(precision=1, thousands=","), hide_index=True)
     st.caption("p50 / p90 per user: the speed that 50 % / 90 % of user-time gets at least "
                "(1 / the 50th / 90th percentile of time per output token; each state weighted "
                "by its share of time × B). Gap: 1 − tokens/s per GPU / the oracle's. "
@@ -298,22 +314,37 @@ def render(sc: Scenario | None) -> None:
                     f"{result.per_request_tokens_per_s_p90:.1f} tokens/s per user)")
         st.dataframe(pd.DataFrame([w.model_dump() for w in result.per_workload]),
                      hide_index=True, width="stretch", key="dp_workloads_table")
-    with st.expander(f"Export: {POLICY_LABELS[chosen.policy]} as engine configs"):
-        st.markdown("**vLLM**")
-        st.code(chosen.vllm.cli or "(no speculative config)", language="bash")
-        st.markdown("**SGLang**")
-        st.code(chosen.sglang.cli or "(no speculative flags)", language="bash")
-        st.markdown("**TensorRT-LLM**")
-        st.code(chosen.tensorrt_llm.yaml or "(no speculative_config)", language="yaml")
-        for n in [*chosen.notes, *chosen.vllm.notes, *chosen.sglang.notes,
-                  *chosen.tensorrt_llm.notes]:
-            st.caption(md_text(n))
-    _inverse(sc)
-    with st.expander("Assumptions and the profile as JSON"):
-        for n in [*DEFAULT_NOTES, *result.notes]:
-            st.caption(md_text(n))
-        js = profile.model_dump_json(indent=2)
-        st.code(js, language="json")
-        st.download_button("Profile JSON (for deploy --profile)", js,
-                           file_name="profile.json", mime="application/json",
-                           key="dp_download", on_click="ignore")
+    with st.expander(f"Export: {POLICY_LABELS[chosen.policy]} as engine configs",
+                     key=EXPORT_OPEN_KEY, on_change="rerun") as export:
+        if export.open:
+            _export(chosen)
+    with st.expander("What a drafter must reach: the AL for a target speedup, and where "
+                     "speculation breaks even", key=INVERSE_OPEN_KEY, on_change="rerun") as inv:
+        if inv.open:
+            _inverse(sc)
+    with st.expander("Assumptions and the profile as JSON", key=NOTES_OPEN_KEY,
+                     on_change="rerun") as notes:
+        if notes.open:
+            _notes(profile, result)
+
+
+def _export(chosen: PolicyExport) -> None:
+    st.markdown("**vLLM**")
+    st.code(chosen.vllm.cli or "(no speculative config)", language="bash")
+    st.markdown("**SGLang**")
+    st.code(chosen.sglang.cli or "(no speculative flags)", language="bash")
+    st.markdown("**TensorRT-LLM**")
+    st.code(chosen.tensorrt_llm.yaml or "(no speculative_config)", language="yaml")
+    for n in [*chosen.notes, *chosen.vllm.notes, *chosen.sglang.notes,
+              *chosen.tensorrt_llm.notes]:
+        st.caption(md_text(n))
+
+
+def _notes(profile: DeploymentProfile, result: DeployResult) -> None:
+    for n in [*DEFAULT_NOTES, *result.notes]:
+        st.caption(md_text(n))
+    js = profile.model_dump_json(indent=2)
+    st.code(js, language="json")
+    st.download_button("Profile JSON (for deploy --profile)", js,
+                       file_name="profile.json", mime="application/json",
+                       key="dp_download", on_click="ignore")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from explorer.analysis.evaluate import REFERENCE_OUTPUT_TOKENS, Evaluation, whole_request_speedup
 from explorer.analysis.fallbacks import with_fallbacks
@@ -87,19 +89,68 @@ def current_scenario(values: dict[str, Any], uploaded: AcceptanceCurve | None = 
         return None
 
 
-def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
-           overrides: HardwareOverrides | None = None) -> None:
+EARLY_MISS = "_explorer_early_miss"  # the last run's early view was for values the sidebar changed
+
+
+@dataclass
+class Layout:
+    """What `render_first` laid out: for which sidebar values, and the places filled after the
+    sidebar — `top` (above the title: the link's warnings, the opened scenario) and `head` (the
+    notes, the headline numbers and the answer, above the views)."""
+
+    values: dict[str, Any]
+    top: DeltaGenerator
+    head: DeltaGenerator
+    scenario: Scenario | None
+    notes: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def render_first(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
+                 overrides: HardwareOverrides | None = None) -> Layout:
+    """The title and the view on screen (its first chart), sent before anything else of the run:
+    app.py calls this before it builds the sidebar, with the values the sidebar is about to have
+    (controls.predicted_values). The browser starts loading plotly.js when the first chart
+    arrives, so what comes after (sidebar, headline numbers, the answer) renders while it loads.
+    The places above the view are laid out here and filled by `render`."""
+    top = st.container()
     st.title("SpecDec Explorer")
     st.caption("Should this deployment use speculative decoding — which drafter, which D, at "
                "which batch? speedup = T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft(B, D))")
+    head = st.container()
     try:
         sc, notes = build_scenario(values, uploaded, overrides)
     except (ScenarioError, ValueError) as exc:
-        st.error(f"This scenario cannot be evaluated: {md_text(str(exc))}")
-        return
+        return Layout(dict(values), top, head, None, error=str(exc))
+    js: charts.Key = sc  # the caches key on the frozen scenario (its hash), not on its JSON
+    _view_switcher(sc, js, charts.evaluation(js), lambda: charts.recommendation(js), values)
+    return Layout(dict(values), top, head, sc, notes)
+
+
+def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
+           overrides: HardwareOverrides | None = None, early: Layout | None = None) -> Layout:
+    """The whole page; `early`: what `render_first` sent before the sidebar. Where the sidebar
+    then holds other values (it corrected one: a choice the others rule out), the run starts
+    again, and the next one lays the page out in order, after the sidebar (app.py reads
+    EARLY_MISS), so a view is never shown for values the sidebar does not show."""
+    if early is None:
+        early = render_first(values, uploaded, overrides)
+    elif early.values != values:
+        st.session_state[EARLY_MISS] = True
+        st.rerun()
+    with early.head:
+        if early.scenario is None:
+            st.error(f"This scenario cannot be evaluated: {md_text(early.error)}")
+        else:
+            _head(early.scenario, early.notes, values)
+    return early
+
+
+def _head(sc: Scenario, notes: list[str], values: dict[str, Any]) -> None:
+    """The notes, the headline numbers, the warnings about them, and the answer."""
     for n in notes:
         st.warning(n, icon=":material/warning:")
-    js: charts.Key = sc  # the caches key on the frozen scenario (its hash), not on its JSON
+    js: charts.Key = sc
     ev = charts.evaluation(js)
 
     c = st.columns(5)
@@ -140,12 +191,7 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
         st.warning(f"**Suspicious kernel table:** {md_text(flag.message)}",
                    icon=":material/rule:")
 
-    # The answer (ranking, break-even, guidelines) is laid out here but filled after the view:
-    # the first chart reaches the browser (and starts plotly's download) before that work.
-    answer = st.container()
-    _view_switcher(sc, js, ev, lambda: charts.recommendation(js), values)
-    with answer:
-        _answer(sc, js, charts.recommendation(js), values)
+    _answer(sc, js, charts.recommendation(js), values)
 
 
 def _answer(sc: Scenario, js: charts.Key, rec: Recommendation, values: dict[str, Any]) -> None:

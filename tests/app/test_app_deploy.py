@@ -8,11 +8,12 @@ from explorer.analysis.deploy import POLICY_NAMES, deploy
 from explorer.interfaces import view_state as us
 from explorer.specs.deployment import DEFAULT_PROFILE, profile_from_url
 from explorer.specs.scenario import Scenario
-from tests.support.apptest import goto, run_app
+from explorer.ui.deploy_page import EDITOR_OPEN_KEY, INVERSE_OPEN_KEY
+from tests.support.apptest import goto, open_section, run_app
 
 
 def policy_rows(at) -> dict[str, dict[str, object]]:
-    df = next(d for d in at.dataframe if "policy" in d.value.columns).value
+    df = next(d for d in at.table if "policy" in d.value.columns).value
     return {str(r["policy"]): dict(r) for _, r in df.iterrows()}
 
 
@@ -29,13 +30,18 @@ def test_page_agrees_with_deploy_for_the_default() -> None:
         assert row["tokens/s per user p90"] == pytest.approx(p.tokens_per_s_per_user_p90,
                                                              abs=0.05)
         assert row["gap to oracle"] == f"{p.gap_to_oracle:.1%}"
+    # below the policy, what a drafter must reach is drawn when opened (issue 24: the page
+    # sends one chart, not three, and no editor form until asked)
+    assert [c.key for c in at.get("plotly_chart")] == ["dp_fig_sched"]
+    assert not at.get("number_input") or all(n.key != "dp_target" for n in at.number_input)
+    open_section(at, INVERSE_OPEN_KEY)
     assert len(at.get("plotly_chart")) == 3  # D*(B, S), (D, AL), (D, ρ)
     assert any("AL ≥" in s.value for s in [*at.success, *at.warning])
 
 
 def test_a_profile_link_opens_and_the_editor_writes_the_link() -> None:
     link = "h1-1_64-1~b4096-1~s"
-    at = goto(run_app(dp=link), "deploy")
+    at = open_section(goto(run_app(dp=link), "deploy"), EDITOR_OPEN_KEY)
     rows = policy_rows(at)
     api = deploy(Scenario(), profile_from_url(link))
     assert rows["oracle"]["tokens/s per GPU"] == pytest.approx(
@@ -60,7 +66,7 @@ def test_a_bad_profile_link_warns_and_falls_back() -> None:
 
 
 def test_a_bad_profile_in_the_editor_names_the_field() -> None:
-    at = goto(run_app(), "deploy")
+    at = open_section(goto(run_app(), "deploy"), EDITOR_OPEN_KEY)
     at.radio(key="dp_conc_kind").set_value("histogram")
     at.text_input(key="dp_hist").set_value("0:1")
     at.button[0].click().run()
@@ -71,7 +77,7 @@ def test_a_bad_profile_in_the_editor_names_the_field() -> None:
 def test_the_inverse_question_follows_its_inputs() -> None:
     from explorer.analysis.inverse import required_al, required_to_beat
 
-    at = goto(run_app(), "deploy")
+    at = open_section(goto(run_app(), "deploy"), INVERSE_OPEN_KEY)
     at.number_input(key="dp_target").set_value(3.0).run()
     want = required_al(Scenario(), 3.0)
     shown = " ".join(x.value.replace("\\", "") for x in [*at.success, *at.warning])
@@ -90,7 +96,7 @@ def test_uploaded_categories_are_workloads() -> None:
     data = (SAMPLES / "speed_bench_report_D3.csv").read_bytes()
     at.file_uploader(key="upload").set_value(("speed_bench_report_D3.csv", data, "text/csv")).run()
     assert not at.exception and not at.session_state["upload_errors"]
-    at = goto(at, "deploy")
+    at = open_section(goto(at, "deploy"), EDITOR_OPEN_KEY)
     options = at.multiselect(key="dp_workloads").options
     uploads = [o for o in options if o.startswith("upload:")]
     assert len(uploads) >= 7

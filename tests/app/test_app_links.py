@@ -15,7 +15,8 @@ from explorer.interfaces.store import default_store
 from explorer.interfaces.view_state import view_of_scenario
 from explorer.specs.deployment import URL_MAX_CHARS
 from explorer.specs.scenario import Scenario
-from tests.support.apptest import goto, run_app
+from explorer.ui.deploy_page import EDITOR_OPEN_KEY
+from tests.support.apptest import goto, open_section, run_app
 
 pytestmark = pytest.mark.usefixtures("data_dir")  # a private SQLite store (conftest.py)
 
@@ -101,7 +102,7 @@ def test_a_lone_surrogate_in_a_problem_message_is_shown_escaped_on_every_rerun()
 
 
 def test_the_profile_editor_refuses_a_profile_a_link_cannot_carry_with_the_reason():
-    at = goto(run_app(), "deploy")
+    at = open_section(goto(run_app(), "deploy"), EDITOR_OPEN_KEY)
     at.radio(key="dp_conc_kind").set_value("histogram")
     at.radio(key="dp_ctx_kind").set_value("buckets")
     at.text_input(key="dp_hist").input(

@@ -16,7 +16,8 @@ from explorer.measured.hf_config import read_shipped, shipped_config_paths
 from explorer.specs.architecture import DrafterSpec, ModelSpec
 from explorer.specs.compact import pack, unpack
 from explorer.specs.scenario import Scenario
-from tests.support.apptest import goto, run_app
+from explorer.ui import codesign_page
+from tests.support.apptest import goto, open_section, run_app
 
 pytestmark = [pytest.mark.usefixtures("data_dir"), pytest.mark.slow]
 QWEN_32B = next(p for p in shipped_config_paths() if p.name == "Qwen--Qwen3-32B_config.json")
@@ -102,5 +103,7 @@ def test_the_co_design_page_shows_the_heatmap_of_the_current_scenario():
     goto(at, "codesign")
     assert not at.exception
     assert at.get("plotly_chart"), "the heatmap is drawn"
+    assert not at.dataframe  # the table below it is drawn when opened (issue 24)
+    open_section(at, codesign_page.TABLE_OPEN_KEY)
     table = at.dataframe[0].value
     assert set(table["group"]) == {1, 4, 8, 16} and set(table["layers"]) == {32, 64, 80, 128}

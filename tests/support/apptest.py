@@ -24,3 +24,12 @@ def goto(at: AppTest, url_path: str) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def open_section(at: AppTest, key: str) -> AppTest:
+    """Open an expander drawn only when opened (st.expander(key=…, on_change="rerun")), as a
+    click on it does: its state in the session, then the run that draws its content."""
+    at.session_state[key] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

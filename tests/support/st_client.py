@@ -29,6 +29,7 @@ class Run:
     elapsed_s: float
     status: int  # ForwardMsg.ScriptFinishedStatus; 0 = finished successfully
     elements: list[Element] = field(default_factory=list)
+    paths: list[tuple[int, ...]] = field(default_factory=list)  # each element's delta path
 
     def of_type(self, kind: str) -> list[Any]:
         return [getattr(e, kind) for e in self.elements if e.WhichOneof("type") == kind]
@@ -90,6 +91,7 @@ class StSession:
             elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
                 el = fm.delta.new_element
                 run.elements.append(el)
+                run.paths.append(tuple(fm.metadata.delta_path))
                 widget = getattr(el, str(el.WhichOneof("type")), None)
                 wid = getattr(widget, "id", "")
                 if isinstance(wid, str) and wid.startswith("$$ID-") and wid.count("-") >= 2:
@@ -97,6 +99,7 @@ class StSession:
             elif kind == "script_finished":
                 if fm.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                     run.elements.clear()  # a newer run follows
+                    run.paths.clear()
                     continue
                 run.status = int(fm.script_finished)
                 run.elapsed_s = time.perf_counter() - t0
