@@ -90,7 +90,7 @@ class StateGrid:
     # whole requests (Scenario.output_tokens): the prompt prefill a plain step carries (nB, nS)
     # and the factor a speculative step's prompt tokens cost more by (explorer/model/grid.py)
     prefill_s: FloatArray = field(default_factory=lambda: np.zeros((1, 1)))
-    prefill_draft_factor: float = 1.0
+    prefill_draft_factor: FloatArray = field(default_factory=lambda: np.ones(1))  # (nD,)
 
     @property
     def weight(self) -> FloatArray:
@@ -103,9 +103,8 @@ class StateGrid:
         finishes AL times as many requests), p on a plain one; speculative steps slowed by
         `penalty` (a fraction)."""
         step = self.step_s * np.where(self.draft_len > 0, 1.0 + penalty, 1.0)
-        f = np.where(self.draft_len > 0, self.prefill_draft_factor, 1.0)
         prefill = (np.asarray(self.prefill_s)[:, :, None, None]
-                   * self.acceptance_length[None, None, :, :] * f)
+                   * self.acceptance_length[None, None, :, :] * self.prefill_draft_factor)
         return np.asarray(step[:, :, None, :] + prefill, dtype=np.float64)
 
     def gpu_rate(self, penalty: float = 0.0) -> FloatArray:
@@ -174,9 +173,11 @@ def state_grid(scenario: Scenario, profile: DeploymentProfile,
     allowed = np.isfinite(al)[None, None, :, :] & fits[:, :, None, :]
     allowed[..., 0] = True
     prefill = np.broadcast_to(np.asarray(g.t_prefill_s), step.shape)[:, :, 0]
+    factor = np.broadcast_to(np.asarray(g.prefill_draft_factor), step.shape)[0, 0, :]
     return StateGrid(b, pb, s, ps, names, pw, d, np.where(np.isfinite(al), al, 1.0),
                      np.asarray(step, dtype=np.float64), allowed, fits_plain,
-                     scenario.tp, np.asarray(prefill, dtype=np.float64), g.prefill_draft_factor)
+                     scenario.tp, np.asarray(prefill, dtype=np.float64),
+                     np.asarray(factor, dtype=np.float64))
 
 
 # --- policies: each a D index per state (nB, nS, nW) ------------------------------------------

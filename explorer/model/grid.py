@@ -65,9 +65,10 @@ class GridResult:
     # Whole requests (Scenario.output_tokens N): p, the prompt prefill a plain step carries in
     # steady state (B·S/N prompt tokens at their marginal cost), and f, the factor a speculative
     # step's prompt tokens cost more by (the drafter prefills them too). A speculative step
-    # finishes AL times as many requests, so it carries AL·p·f. Zero p: decode steps only.
+    # finishes AL times as many requests, so it carries AL·p·f (f = 1 at D = 0: no drafter
+    # runs). Zero p: decode steps only.
     t_prefill_s: FloatArray = field(default_factory=lambda: np.zeros(()))
-    prefill_draft_factor: float = 1.0
+    prefill_draft_factor: FloatArray = field(default_factory=lambda: np.ones(()))
     verify_base: Breakdown = field(default_factory=dict)
     verify_spec: Breakdown = field(default_factory=dict)
     draft: Breakdown = field(default_factory=dict)
@@ -482,7 +483,7 @@ class ScenarioModel:
         """(p, f) of `GridResult`: with N output tokens a request, B·S/N prompt tokens enter a
         plain step in steady state; each costs what a chunk of PREFILL_CHUNK_TOKENS (at most
         the prompt) adds to a decode step of B tokens, its attention over half the prompt (the
-        mean prefix). f = 1 + ρ: the drafter's layers prefill the prompt too (0 for a lookup).
+        mean prefix). f = 1 + ρ: the drafter's layers prefill the prompt too (1 for a lookup).
         (0, 1) without N: decode steps only."""
         n = self.r.scenario.output_tokens
         if not n:
@@ -529,7 +530,8 @@ class ScenarioModel:
                 drafted = {k: v * fd for k, v in drafted.items()}
         t_base, t_spec, t_draft = total(base), total(spec), total(drafted)
         al_arr = al_res.acceptance_length
-        p, f = self.prefill_per_step(b, s, g)
+        p, f_draft = self.prefill_per_step(b, s, g)
+        f = np.where(d > 0, f_draft, 1.0)  # at D = 0 no drafter prefills
         step = t_spec + t_draft + al_arr * p * f
         speedup = (t_base + p) * al_arr / step
         o_d = self.draft_overhead_launch_bound(d)
@@ -554,7 +556,8 @@ class ScenarioModel:
             attention_fraction=np.broadcast_to(base["attention"] / t_base, shape),
             memory_bytes=np.broadcast_to(mem, shape),
             fits_in_memory=np.broadcast_to(mem <= self.r.hardware.hbm_bytes, shape),
-            t_prefill_s=np.broadcast_to(p, shape), prefill_draft_factor=f,
+            t_prefill_s=np.broadcast_to(p, shape),
+            prefill_draft_factor=np.broadcast_to(f, shape),
             verify_base=base if with_breakdowns else {},
             verify_spec=spec if with_breakdowns else {},
             draft=drafted if with_breakdowns else {},

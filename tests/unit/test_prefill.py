@@ -27,6 +27,12 @@ def _grid(**kw: object):  # type: ignore[no-untyped-def]
     return scenario_model(_sc(**kw)).grid(BATCHES, 3.0)
 
 
+def test_plain_decoding_stays_1x_over_whole_requests() -> None:
+    # at D = 0 no drafter runs, so no drafter prefills: the plain step against itself
+    g = scenario_model(_sc(output_tokens=256)).grid(BATCHES, 0.0)
+    assert np.allclose(g.speedup, 1.0)
+
+
 def test_decode_steps_only_by_default_and_unchanged() -> None:
     g = _grid()
     assert _sc().output_tokens is None
@@ -104,7 +110,8 @@ def test_a_deployment_prices_whole_requests_when_the_scenario_does() -> None:
     profile = DeploymentProfile()
     decode_sc, whole_sc = _sc(), _sc(output_tokens=512)
     grid = state_grid(whole_sc, profile)
-    assert np.all(grid.prefill_s > 0) and grid.prefill_draft_factor > 1.0
+    assert np.all(grid.prefill_s > 0)
+    assert grid.prefill_draft_factor[0] == 1.0 and np.all(grid.prefill_draft_factor[1:] > 1.0)
     # a plain step of a state: its decode step plus the prefill it carries
     g = scenario_model(whole_sc).grid(float(grid.batch[0]), 0.0, context=float(grid.context[0]))
     rate = grid.gpu_rate()[0, 0, 0, 0]
