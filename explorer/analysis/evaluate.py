@@ -99,7 +99,7 @@ def sources_of(model: ScenarioModel, al_source: str) -> dict[str, str]:
 
 # The output length the Explorer quotes a whole-request speedup at when the scenario prices decode
 # steps only: a reference for how much a serving run's prefill dilutes the headline, not a claim
-# about the user's workload (InferenceX's standard runs are 1K, 8K in and 1K out).
+# about the user's workload (InferenceX's standard runs: 1K/1K, 1K/8K and 8K/1K in/out).
 REFERENCE_OUTPUT_TOKENS = 1024
 
 
