@@ -19,6 +19,7 @@ from explorer.analysis.targets import OperatingPoint, slo_answer, slo_cost, toke
 from explorer.base.errors import ScenarioError
 from explorer.interfaces import view_state as us
 from explorer.interfaces.view_state import view_scenario
+from explorer.model.grid import PREFILL_CHUNK_TOKENS
 from explorer.presets import mechanism_presets
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
@@ -74,7 +75,9 @@ def prefill_note(ev: Evaluation, sc: Scenario) -> str:
             f"generated; each plain step also carries {ev.t_prefill_s * 1e3:.2f} ms of the "
             "prefill of the requests that replace finished ones, a speculative step AL times "
             f"that (it finishes more of them): ×{ev.prefill_factor:.2f} on the decode "
-            "steps' speedup.")
+            f"steps' speedup. A prompt token is priced on {PREFILL_CHUNK_TOKENS:,}-token chunks "
+            "(vLLM serve's default on ≥ 70 GiB GPUs; for other engines and GPUs an assumption); "
+            "prefix caching is not modelled (a cached prompt is a shorter S).")
 
 
 def _least_factor(o: RankedOption) -> float:
