@@ -6,6 +6,7 @@ import time
 
 import streamlit as st
 
+from explorer.interfaces.view_state import URL_VERSION, VERSION_KEY
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
 from explorer.ui import (
@@ -92,8 +93,8 @@ values = controls.sidebar(again)
 # presses, it is older than the browser's and set the URL back (page D=8, URL d=7): then the
 # link is written only if its version is missing.
 URL_SETTLED = "_url_settled"
-if st.query_params.get("v") != "1" or not st.session_state.get(URL_SETTLED):
-    st.query_params["v"] = "1"
+if st.query_params.get(VERSION_KEY) != URL_VERSION or not st.session_state.get(URL_SETTLED):
+    st.query_params[VERSION_KEY] = URL_VERSION
 model_upload.sidebar_note()  # a model from its config.json replaces the preset (Measured data)
 share.save_panel(values, scenario_now)
 page.run()

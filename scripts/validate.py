@@ -40,6 +40,7 @@ from explorer.base.errors import ScenarioError  # noqa: E402
 from explorer.calibration.published import (  # noqa: E402  (tests read them here too)
     _LEAD_NUMBER,
     ASSUMED_CONTEXT,
+    DEFAULT_OUTPUT_TOKENS,
     carried_al,
     map_row,
     published_speedup,
@@ -199,7 +200,9 @@ def speedups(fit: StepCostFit) -> None:
     path = SHARED / "reference" / "speedups.csv"
     print("2. end-to-end speedups that publish AL, or whose series publishes it at B = 1, or whose"
           " publication measured it (reference/al_curves.csv) (their AL used; engine from the "
-          f"row, vLLM where unnamed; context assumed {ASSUMED_CONTEXT} tokens); each row also "
+          f"row, vLLM where unnamed; requests as the publication's traces give them, else "
+          f"{ASSUMED_CONTEXT} prompt and {DEFAULT_OUTPUT_TOKENS} output tokens, the explorer's "
+          "default); each row also "
           "predicted with its own source left out of "
           "the step-cost fit")
     if not path.exists():
@@ -260,7 +263,7 @@ def _fall_with_batch(rows: list[MappedRow]) -> None:
           "(leave-one-source-out):")
     print("\n".join(lines) if lines else "     no published series spans two batches")
     base = Scenario(hardware="h100", model="llama-3.1-8b", tp=1, mechanism="eagle3",
-                    draft_len=3, context=ASSUMED_CONTEXT)
+                    draft_len=3, context=ASSUMED_CONTEXT, output_tokens=None)
     g = scenario_model(base).grid(np.array([1.0, 8.0, 32.0, 64.0, 128.0]), 3.0)
     pts = ", ".join(f"B={b:g} {s:.2f}x" for b, s in zip((1, 8, 32, 64, 128), g.speedup,
                                                         strict=True))

@@ -98,9 +98,9 @@ def sources_of(model: ScenarioModel, al_source: str) -> dict[str, str]:
 
 
 # The output length the Explorer quotes a whole-request speedup at when the scenario prices decode
-# steps only: a reference for how much a serving run's prefill dilutes the headline, not a claim
-# about the user's workload (InferenceX's standard runs: 1K/1K, 1K/8K and 8K/1K in/out).
-REFERENCE_OUTPUT_TOKENS = 1024
+# steps only: the default's (explorer/specs/settings.py says why), a reference for how much a
+# serving run's prefill dilutes the headline, not a claim about the user's workload.
+REFERENCE_OUTPUT_TOKENS: int = Scenario.model_fields["output_tokens"].default
 
 
 def whole_request_speedup(scenario: Scenario, output_tokens: int = REFERENCE_OUTPUT_TOKENS

@@ -289,7 +289,10 @@ def cliff_note(scenario: Scenario, draft_len: int) -> str:
     ds = np.asarray([draft_len, d_next], dtype=np.float64)
     g = m.grid(scenario.batch, ds, with_breakdowns=True)
     sp = np.ravel(g.speedup)
-    if not np.isfinite(sp).all() or sp[1] >= sp[0] * (1.0 - CLIFF_DROP):
+    # the step is in the decode step; whole requests' prefill only dilutes how far it drops
+    dec = sp if not scenario.output_tokens else np.ravel(scenario_model(
+        scenario.model_copy(update={"output_tokens": None})).grid(scenario.batch, ds).speedup)
+    if not np.isfinite(sp).all() or dec[1] >= dec[0] * (1.0 - CLIFF_DROP):
         return ""
     jumps = {c: np.ravel(v) for c, v in g.verify_spec.items()}
     comp = max(jumps, key=lambda c: float(jumps[c][1] - jumps[c][0]))

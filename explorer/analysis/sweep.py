@@ -28,9 +28,15 @@ def sweep(
     group: Sequence[float] | None = None,
     context: Sequence[int] | None = None,
     mechanism: Sequence[str] | None = None,
+    output_tokens: Sequence[int | None] | None = None,
     with_breakdown: bool = True,
 ) -> pd.DataFrame:
-    """Evaluate the cartesian grid; axes left out stay at the scenario's value."""
+    """Evaluate the cartesian grid; axes left out stay at the scenario's value. Output tokens
+    N (None: decode steps only) is an axis of scenarios, the others of one grid each."""
+    if output_tokens is not None:
+        return pd.concat([sweep(scenario.model_copy(update={"output_tokens": n}), batch,
+                                draft_len, group, context, mechanism, None, with_breakdown)
+                          for n in output_tokens], ignore_index=True)
     b = np.asarray(batch or [scenario.batch], dtype=np.float64)
     d = np.asarray(draft_len or [scenario.draft_len], dtype=np.float64)
     s = np.asarray(context or [scenario.context], dtype=np.float64)
@@ -46,6 +52,7 @@ def sweep(
         cols: dict[str, object] = {
             "mechanism": slug, "batch": bb.ravel().astype(int), "draft_len": dd.ravel().astype(int),
             "group": gg.ravel(), "context": ss.ravel().astype(int),
+            "output_tokens": scenario.output_tokens or 0,  # 0: decode steps only
         }
         for f in FIGURES:
             cols[f] = np.broadcast_to(getattr(res, f), bb.shape).ravel()

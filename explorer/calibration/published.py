@@ -19,8 +19,10 @@ from explorer.specs.scenario import Acceptance, Scenario
 ASSUMED_CONTEXT = 1024
 # Prompt and output lengths of the requests behind published speed-ups, where the publication
 # gives them (its traces): a row that matches runs as whole requests (Scenario.output_tokens)
-# at its prompt length; the others as decode steps at ASSUMED_CONTEXT.
+# at its prompt length; the others as whole requests of ASSUMED_CONTEXT prompt tokens and the
+# explorer's default output length (what a user who knows no more is told).
 REQUEST_LENGTHS = DATA_DIR / "request_lengths.csv"
+DEFAULT_OUTPUT_TOKENS: int | None = Scenario.model_fields["output_tokens"].default
 
 
 # GPU names as the reference writes them → hardware preset; longest prefix first.
@@ -167,7 +169,7 @@ def map_row(row: pd.Series, carried: dict[tuple[str, ...], float] | None = None
     engine = normalise_engine(str(row.engine)) or VLLM.slug
     dtype = "fp8" if "fp8" in str(row.model_target).lower() else "bf16"  # 'Llama-4-Scout (FP8)'
     lengths = request_lengths(row)
-    context, output = lengths if lengths is not None else (ASSUMED_CONTEXT, None)
+    context, output = lengths if lengths is not None else (ASSUMED_CONTEXT, DEFAULT_OUTPUT_TOKENS)
     try:
         sc = Scenario(hardware=hw, model=model, tp=tp, mechanism=slug, batch=int(b_m.group(1)),
                       draft_len=d, context=context, output_tokens=output, dtype=dtype,

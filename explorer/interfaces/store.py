@@ -382,10 +382,23 @@ def _read_view(value: object, length: object) -> dict[str, Any]:
         raise _Unreadable(exc.message) from None
 
 
+def stored_scenario(text: str) -> Scenario:
+    """A record's scenario JSON as the Scenario it meant when saved. A record without
+    `output_tokens` was saved before whole requests were the default (every record since dumps
+    every field): it priced decode steps only, and keeps doing so (as its link of version 1)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return Scenario.model_validate_json(text)  # pydantic names what is wrong, as before
+    if isinstance(data, dict) and "output_tokens" not in data:
+        data["output_tokens"] = None
+    return Scenario.model_validate(data)
+
+
 def _read_scenario(value: object, length: object) -> Scenario:
     text = _read_json_text(value, length, "scenario_json", MAX_SCENARIO_JSON_BYTES)
     try:
-        return Scenario.model_validate_json(text)
+        return stored_scenario(text)
     except ValidationError as exc:
         detail = exc.errors()[0]
         where = ".".join(str(x) for x in detail.get("loc", ()))

@@ -33,8 +33,12 @@ from explorer.specs.settings import (
     rejected_field,
 )
 
-URL_VERSION = "1"
+URL_VERSION = "2"
 VERSION_KEY = "v"
+# What a link of an older version meant by leaving a setting out, where the default has moved
+# since: an old link opens with the answer it was shared with. Version 1 priced decode steps
+# only (no `out`); version 2 made whole requests of 1,024 output tokens the default.
+LINK_DEFAULTS_OF: dict[str, dict[str, str]] = {"1": {"out": "0"}}
 # `?s=<id>` opens a saved scenario (explorer/interfaces/store.py); context S is `ctx`.
 SHARE_KEY = "s"
 # `?vw=<view>` picks the Explorer page's view (which chart is computed, sent and drawn). It is
@@ -125,7 +129,12 @@ NAMED_PRESETS = frozenset({"hardware", "model", "mechanism"})
 
 
 def shown_by_name(s: Setting) -> bool:
-    return s.presets in NAMED_PRESETS
+    """Whether the page links the setting itself (by value) instead of binding its widget to
+    the link: a bound widget links the text it shows, so a preset shown by name, and a "none"
+    choice shown by its label ("decode only") that a link must be able to give (it is not the
+    default, which a link leaves out), would not round-trip."""
+    return s.presets in NAMED_PRESETS or (s.none_value is not None and bool(s.none_label)
+                                          and s.default != s.none_value)
 
 
 def preset_labels(s: Setting, options: list[Any]) -> dict[Any, str]:
@@ -201,6 +210,7 @@ class ViewState:
     # Keys read from text that a bound widget would read otherwise or not at all (a repeated
     # parameter, `L=07`, `rho=1e-2`): the page rewrites the link in their plain spelling.
     respelled: tuple[str, ...] = ()
+    upgraded: bool = False  # a link of an older version: the page rewrites it at today's
 
 
 def _first(raw: str | list[str]) -> str:
@@ -228,7 +238,12 @@ def decode(params: Mapping[str, str | list[str]]) -> ViewState:
     fell_back: list[str] = []
     respelled: list[str] = []
     version = _first(params.get(VERSION_KEY, URL_VERSION))
-    if version != URL_VERSION:
+    # an older link's meaning, spelled out; the page rewrites the link so (`respelled`), at
+    # today's version, so that a later move of the setting back to today's default stays one
+    upgraded = [k for k in LINK_DEFAULTS_OF.get(version, {}) if k not in params]
+    if version in LINK_DEFAULTS_OF:
+        params = {**LINK_DEFAULTS_OF[version], **params}
+    elif version != URL_VERSION:
         warnings.append(
             f"URL parameter '{VERSION_KEY}={version[:20]}': unsupported link version; "
             f"read as version {URL_VERSION}"
@@ -283,7 +298,8 @@ def decode(params: Mapping[str, str | list[str]]) -> ViewState:
         fell_back.append(s.key)
     fell = tuple(dict.fromkeys(fell_back))
     return ViewState(values, tuple(warnings), fell,
-                     tuple(k for k in dict.fromkeys(respelled) if k not in fell))
+                     tuple(k for k in dict.fromkeys(respelled + upgraded) if k not in fell),
+                     upgraded=version in LINK_DEFAULTS_OF)
 
 
 def is_share_id(text: str) -> bool:
@@ -421,6 +437,9 @@ def decode_view(view: Mapping[str, Any]) -> ViewState:
     Settings added since it was saved take their defaults (old records keep opening)."""
     params = {k: (repr(v) if isinstance(v, float) else str(v)) for k, v in view.items()
               if k in PARAM_BY_KEY and v is not None}
+    # a view without a version was saved before views were stamped (explorer/ui/share.py): of
+    # link version 1 (every view saved since has every setting, `out` included)
+    params[VERSION_KEY] = str(view.get(VERSION_KEY, "1"))
     state = decode(params)
     warnings = tuple(w.replace("URL parameter", "saved value", 1) for w in state.warnings)
     return ViewState(state.values, warnings, state.fell_back, state.respelled)

@@ -37,17 +37,20 @@ def check_url_once() -> None:
     st.session_state[WARNINGS_KEY] = list(view.warnings)
     # Widgets the sidebar links itself (shown by name, linked by slug) take the link's value here.
     st.session_state.update({s.key: view.values[s.key] for s in SETTINGS
-                             if us.shown_by_name(s) and s.key in raw
+                             if us.shown_by_name(s)
+                             and (s.key in raw or s.key in view.respelled)  # an old link's too
                              and s.key not in view.fell_back})
     resets = {key: view.values[key] for key in view.fell_back}
     st.session_state.update(resets)  # a bound widget ignores a bad value: start at the default
-    if view.respelled:
+    if view.respelled or view.upgraded:
         # A bound widget reads the link's text itself, from the query string of the run: it
         # drops text it cannot read (`L=07`, repeats; Streamlit takes the last) or reads it
         # otherwise. So before any widget binds, the link is rewritten as decoded (plain
         # spelling, bad values gone) and the page runs again: widgets, URL and view agree.
         for key in view.respelled:
             st.query_params[key] = us.spelled(view.values[key])
+        if view.upgraded:
+            st.query_params[us.VERSION_KEY] = us.URL_VERSION
         for key in view.fell_back:
             if key in st.query_params:
                 del st.query_params[key]
@@ -164,8 +167,11 @@ def _widget(s: Setting, v: dict[str, Any], carried: dict[str, str]) -> Any:
     if s.kind == "radio":
         return sb.radio(s.label, options, horizontal=True, format_func=fmt, **common)
     if s.kind == "select_slider":
-        return sb.select_slider(s.label, options, value=None if held else s.default,
-                                format_func=fmt, **common)
+        value = sb.select_slider(s.label, options, value=None if held else s.default,
+                                 format_func=fmt, **common)
+        if named:
+            link(s, value)
+        return value
     # The session's value wins over `index` (a keyed widget); index 0 then says so to Streamlit,
     # which logs a warning for a default given beside a value set in the session.
     index = 0 if named and s.key in st.session_state else options.index(s.default)

@@ -68,7 +68,8 @@ def prefill_note(ev: Evaluation, sc: Scenario) -> str:
         ref = whole_request_speedup(sc)
         at = (f": with {REFERENCE_OUTPUT_TOKENS:,} output tokens per {sc.context:,}-token "
               f"prompt it is {ref:.2f}×" if ref is not None else "")
-        return ("Decode steps only (the article's ratio). A serving run also prefills each "
+        return ("Decode steps only (the article's ratio; right where prompts are prefilled on "
+                "other GPUs). A serving run that prefills on the same GPUs prefills each "
                 f"request's prompt once, which speculation does not shorten{at}. Set *Output "
                 "tokens per request N* (Workload) to price whole requests.")
     return (f"Whole requests: prompt S = {sc.context:,} tokens per N = {ev.output_tokens:,} "
@@ -77,7 +78,9 @@ def prefill_note(ev: Evaluation, sc: Scenario) -> str:
             f"that (it finishes more of them): ×{ev.prefill_factor:.2f} on the decode "
             f"steps' speedup. A prompt token is priced on {PREFILL_CHUNK_TOKENS:,}-token chunks "
             "(vLLM serve's default on ≥ 70 GiB GPUs; for other engines and GPUs an assumption); "
-            "prefix caching is not modelled (a cached prompt is a shorter S).")
+            "prefix caching is not modelled (a cached prompt is a shorter S). On decode steps "
+            f"only (prompts prefilled on other GPUs, the article's ratio) it is "
+            f"{ev.speedup / ev.prefill_factor:.2f}×: set N to *decode only*.")
 
 
 def _least_factor(o: RankedOption) -> float:

@@ -123,7 +123,10 @@ def _save(values: dict[str, Any], scenario: Callable[[], Scenario | None]) -> No
     name = st.session_state.get("share_name") or ""
     description = st.session_state.get("share_description") or ""
     try:
-        record = default_store().save(sc, values, name=name, description=description)
+        # stamped with the link version: a setting a view leaves out means that version's
+        # default when it is opened (view_state.LINK_DEFAULTS_OF)
+        record = default_store().save(sc, {**values, us.VERSION_KEY: us.URL_VERSION},
+                                      name=name, description=description)
     except StoreError as exc:
         st.session_state[SAVE_RESULT] = ("error", f"Not saved: {exc.message}")
         return

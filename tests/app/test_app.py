@@ -82,7 +82,7 @@ def test_alpha_source_uses_iid_al():
 
 
 def test_url_parameters_set_the_widgets():
-    at = run_app(b="8", d="7", m="llama-3.1-8b", tp="1", hw="h100", v="1")
+    at = run_app(b="8", d="7", m="llama-3.1-8b", tp="1", hw="h100", v="2")
     assert at.slider(key="d").value == 7
     assert at.select_slider(key="b").value == 8
     assert at.selectbox(key="m").value == "llama-3.1-8b"
@@ -125,7 +125,7 @@ def warning_text(at: AppTest) -> str:
 
 
 def test_verify_width_from_the_url_drives_the_evaluation():
-    at = run_app(w="16", v="1")
+    at = run_app(w="16", v="2")
     assert at.select_slider(key="w").value == 16
     assert speedup_of(verify_width=16) != speedup_of()
     assert metric(at, "Speedup") == speedup_of(verify_width=16)
@@ -133,14 +133,14 @@ def test_verify_width_from_the_url_drives_the_evaluation():
 
 @pytest.mark.parametrize("w", ["2", "4"])  # not an option; an option below 1+D = 8
 def test_verify_width_below_1_plus_d_is_named_and_the_app_keeps_running(w: str):
-    at = run_app(w=w, d="7", v="1")
+    at = run_app(w=w, d="7", v="2")
     assert f"URL parameter 'w={w}' (verify width W)" in warning_text(at)
     assert at.select_slider(key="w").value == 0 and at.slider(key="d").value == 7
     assert metric(at, "Speedup") == speedup_of(draft_len=7)
 
 
 def test_moving_d_past_the_verify_width_shows_the_chain_and_says_so():
-    at = run_app(w="16", v="1")
+    at = run_app(w="16", v="2")
     at.slider(key="d").set_value(20).run()
     assert not at.exception
     assert "verify width W (w=16): W=16 must be ≥ 1+D = 21" in warning_text(at)
@@ -208,24 +208,29 @@ def test_preset_selects_show_names_and_the_link_keeps_slugs():
     assert "AMD · MI355X" in hw.options and "Intel · Arc Pro B60" in hw.options
     assert model_presets()["llama-3.1-70b"].name in m.options
     assert mechanism_presets()["eagle3"].name in mech.options
-    assert metric(at, "Speedup") == speedup_of(hardware="h100", model="llama-3.1-8b")
+    # a version-1 link priced decode steps only (whole requests are version 2's default): it
+    # still does, and its link says so now
+    assert metric(at, "Speedup") == speedup_of(hardware="h100", model="llama-3.1-8b",
+                                               output_tokens=None)
+    assert (at.query_params["v"], at.query_params["out"]) == ("2", "0")
     at.selectbox(key="hw").set_value("b200").run()
     at.selectbox(key="mech").set_value("mtp").run()
     assert (at.query_params["hw"], at.query_params["mech"]) == ("b200", "mtp")
     assert at.query_params["m"] == "llama-3.1-8b"
     at.selectbox(key="hw").set_value("h200").run()  # the default: left out, as bound widgets do
     assert "hw" not in at.query_params
-    assert metric(at, "Speedup") == speedup_of(model="llama-3.1-8b", mechanism="mtp")
+    assert metric(at, "Speedup") == speedup_of(model="llama-3.1-8b", mechanism="mtp",
+                                               output_tokens=None)
 
 
 def test_a_bad_preset_in_the_link_falls_back_and_leaves_the_link():
-    at = run_app(hw="h900", v="1")
+    at = run_app(hw="h900", v="2")
     assert "'hw=h900'" in " ".join(w.value for w in at.warning)
     assert at.selectbox(key="hw").value == "h200" and "hw" not in at.query_params
 
 
 def test_a_draft_model_link_opens_and_leaves_the_link_when_not_applicable():
-    at = run_app(mech="external", dm="llama-3.2-1b", v="1")
+    at = run_app(mech="external", dm="llama-3.2-1b", v="2")
     assert at.selectbox(key="dm").value == "llama-3.2-1b"
     assert at.query_params["dm"] == "llama-3.2-1b"
     at.selectbox(key="mech").set_value("eagle3").run()

@@ -13,7 +13,7 @@ from tests.support.apptest import goto, run_app
 from tests.support.paths import ROOT
 
 SAMPLES = ROOT / "data" / "samples"
-LINK = {"hw": "h100", "m": "llama-3.1-8b", "tp": "1", "b": "16", "v": "1"}
+LINK = {"hw": "h100", "m": "llama-3.1-8b", "tp": "1", "b": "16", "v": "2"}
 
 
 def _texts(at) -> str:  # type: ignore[no-untyped-def]

@@ -113,7 +113,7 @@ def test_a_calibration_that_raises_mape_offers_no_apply(monkeypatch: pytest.Monk
     from tests.support.paths import SAMPLES
 
     sample = SAMPLES / "kernel_timings.csv"
-    at = goto(run_app(v="1"), "data")
+    at = goto(run_app(v="2"), "data")
     at.file_uploader(key="upload").set_value((sample.name, sample.read_bytes(), "text/plain"))
     at.run()
     assert [b for b in at.button if b.key == "apply_cal"]  # the shipped sample: MAPE falls

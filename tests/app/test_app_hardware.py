@@ -10,7 +10,7 @@ from tests.support.apptest import run_app
 
 
 def test_a_link_with_tensorrt_llm_on_mi355x_warns_and_shows_vllm():
-    at = run_app(hw="mi355x", eng="trtllm", v="1")
+    at = run_app(hw="mi355x", eng="trtllm", v="2")
     assert at.selectbox(key="hw").value == "mi355x"
     eng = at.selectbox(key="eng")
     assert eng.value == "vllm" and list(eng.options) == ["vllm", "sglang"]
@@ -20,7 +20,7 @@ def test_a_link_with_tensorrt_llm_on_mi355x_warns_and_shows_vllm():
 
 
 def test_choosing_an_amd_gpu_with_tensorrt_llm_selected_says_so_and_switches_engine():
-    at = run_app(eng="trtllm", v="1")  # H200: TensorRT-LLM runs there
+    at = run_app(eng="trtllm", v="2")  # H200: TensorRT-LLM runs there
     assert "trtllm" in list(at.selectbox(key="eng").options)
     at.selectbox(key="hw").set_value("mi355x").run()
     assert not at.exception

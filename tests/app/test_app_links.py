@@ -62,7 +62,7 @@ def warned(at: AppTest, *words: str) -> bool:
 ])
 def test_a_packed_spec_over_the_caps_is_a_named_warning(key: str, raw: bytes, words: str):
     value = packraw(raw)
-    at = run_app(**{key: value, "v": "1"})  # raises on any exception
+    at = run_app(**{key: value, "v": "2"})  # raises on any exception
     assert warned(at, f"URL parameter '{key}=", words), shown(at)[:800]
 
 
@@ -73,7 +73,7 @@ SIZED_MODEL = {**SMALL_MODEL, "layers": 32, "hidden": 4096, "q_heads": 32, "kv_h
 
 
 def test_a_markdown_model_name_from_a_link_is_shown_as_text():
-    at = run_app(cm=packraw(json.dumps({**SIZED_MODEL, "name": INJECTED}).encode()), v="1")
+    at = run_app(cm=packraw(json.dumps({**SIZED_MODEL, "name": INJECTED}).encode()), v="2")
     text = shown(at)
     assert "](https://evil" not in text and "![x]" not in text
     # the name reaches the page where the target is named and where a head would be trained for
@@ -85,7 +85,7 @@ def test_a_markdown_model_name_from_a_link_is_shown_as_text():
 
 
 def test_deployment_weights_that_sum_to_infinity_are_named_on_the_page():
-    at = run_app(dp="h1-1e308_2-1e308~l2048-1-8~s", v="1")  # a 28-character link
+    at = run_app(dp="h1-1e308_2-1e308~l2048-1-8~s", v="2")  # a 28-character link
     assert warned(at, "URL parameter 'dp", "the weights sum to inf"), shown(at)[:800]
     goto(at, "deploy")
     # the default profile runs, its policy said (a heading on its own line since #24)

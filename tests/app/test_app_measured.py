@@ -45,7 +45,7 @@ def use_kernel_table(at: AppTest, name: str, data: bytes) -> AppTest:
 @pytest.mark.parametrize("dtype", ["bf16", "fp8"])
 def test_any_dtype_spelling_of_a_kernel_table_shows_the_canonical_numbers(dtype: str):
     hw = HARDWARE_FOR[dtype]  # has an FP8 peak
-    at = run_app(hw=hw, m=MODEL, tp=str(TP), b=str(BATCH), d=str(DRAFT_LEN), dt=dtype, v="1",
+    at = run_app(hw=hw, m=MODEL, tp=str(TP), b=str(BATCH), d=str(DRAFT_LEN), dt=dtype, v="2",
                  vw="time")  # the time-breakdown view
     without_table = shown(at)
     canonical = shown(use_kernel_table(at, "canonical.csv", kernel_timings_csv(dtype, dtype)))

@@ -24,7 +24,7 @@ def test_the_moe_dtype_widget_drives_the_scenario():
 
 
 def test_a_link_with_a_moe_dtype_opens_with_it():
-    at = run_app(m="qwen3-30b-a3b", tp="1", moe="fp8", v="1")
+    at = run_app(m="qwen3-30b-a3b", tp="1", moe="fp8", v="2")
     assert at.selectbox(key="moe").value == "fp8"
 
 
@@ -53,7 +53,7 @@ def test_presets_page_shows_roofline_errors_and_model_vs_measured():
 def test_a_measured_table_far_off_its_siblings_is_flagged_on_the_explorer():
     """Issue #21: vLLM's FP8 MoE table makes Qwen3-235B-A22B FP8 on 8×H200 3× slower than any
     other engine or dtype; the page says so and names the sibling to switch to."""
-    at = run_app(hw="h200", m="qwen3-235b-a22b", tp="8", b="64", dt="fp8", v="1")
+    at = run_app(hw="h200", m="qwen3-235b-a22b", tp="8", b="64", dt="fp8", v="2")
     text = " ".join(w.value for w in at.warning).replace("\\", "")
     assert "Suspicious kernel table" in text and "routed-expert (MoE)" in text
     assert "engine=" in text or "dtype=bf16" in text

@@ -34,7 +34,7 @@ def remove_buttons(at: AppTest) -> set[str]:
 
 @pytest.mark.parametrize("path", repro_files(), ids=lambda p: p.name)
 def test_the_app_refuses_cleanly_or_uses_every_reproduction(path: Path):
-    at = goto(run_app(acc="upload", v="1"), "data")
+    at = goto(run_app(acc="upload", v="2"), "data")
     upload(at, GOOD)
     assert remove_buttons(at) == {f"rm_{GOOD.name}"}
     upload(at, path)
@@ -57,14 +57,14 @@ def test_the_app_refuses_cleanly_or_uses_every_reproduction(path: Path):
 
 
 def test_the_uploaded_curve_within_the_al_tolerance_drives_the_explorer():
-    at = goto(run_app(acc="upload", d="1", v="1"), "data")
+    at = goto(run_app(acc="upload", d="1", v="2"), "data")
     upload(at, next(p for p in repro_files() if p.name == "al_bound_tol.csv"))
     goto(at, EXPLORER)
     assert next(m.value for m in at.metric if m.label == "Acceptance length").startswith("2.00")
 
 
 def test_kernel_times_of_unknown_dtypes_say_calibration_and_use_match_nothing():
-    at = goto(run_app(v="1"), "data")
+    at = goto(run_app(v="2"), "data")
     upload(at, next(p for p in repro_files() if p.name == "kernels_unknown_dtype.csv"))
     assert any("nothing to calibrate" in w.value and "int4" in w.value for w in at.warning)
     assert not [b for b in at.button if b.key == "apply_cal"]

@@ -81,7 +81,7 @@ def test_a_link_without_uploads_and_the_plain_url_state_agree():
     rec = default_store().save(sc, view_of_scenario(sc))
     by_id = run_app(s=rec.id)
     plain = run_app(b="16", d="7", hw="b200", tp="1", m="llama-3.1-8b", acc="alpha", a="0.6",
-                    v="1")
+                    v="2")
     for label in ("Speedup", "Acceptance length", "Tokens/s per GPU"):
         assert metric(by_id, label) == metric(plain, label)
     assert metric(by_id, "Speedup") == f"{evaluate(sc).speedup:.2f}×"

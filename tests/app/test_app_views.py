@@ -51,9 +51,9 @@ def test_the_switcher_changes_the_view_and_the_3d_surface_waits_for_its_toggle()
 
 
 def test_a_bad_view_in_the_link_is_named_and_the_default_shown():
-    state = us.decode({"vw": "nope", "v": "1"})
+    state = us.decode({"vw": "nope", "v": "2"})
     assert any("'vw=nope'" in w and "surface" in w for w in state.warnings)
-    assert not us.decode({"vw": "pareto", "v": "1"}).warnings
+    assert not us.decode({"vw": "pareto", "v": "2"}).warnings
 
 
 def test_every_chart_name_belongs_to_a_view_and_is_cached_per_scenario():

@@ -85,7 +85,7 @@ def test_sliders_url_recommendation_and_shared_link(chromium, app_url: str, arti
 
 def test_bad_link_warns_in_the_page(chromium, app_url: str):
     page = chromium.new_page()
-    page.goto(app_url + "/?d=99&hw=nope&v=1")
+    page.goto(app_url + "/?d=99&hw=nope&v=2")
     settle(page)
     body = page.locator("body").inner_text()
     assert "URL parameter 'd=99'" in body and "URL parameter 'hw=nope'" in body
@@ -107,7 +107,7 @@ def test_verify_width_widget_moves_the_url_and_a_bad_w_falls_back(chromium, app_
     assert re.search(r"[?&]w=16(&|$)", page.url), page.url
     assert metric_text(page, "Speedup") == f"{evaluate(Scenario(verify_width=16)).speedup:.2f}×"
 
-    page.goto(app_url + "/?w=4&d=7&v=1")  # W = 4 < 1+D = 8: named, and the chain is shown
+    page.goto(app_url + "/?w=4&d=7&v=2")  # W = 4 < 1+D = 8: named, and the chain is shown
     settle(page)
     body = page.locator("body").inner_text()
     assert "URL parameter 'w=4' (verify width W)" in body, body[:2000]
@@ -140,7 +140,7 @@ def test_upload_curve_then_broken_file_keeps_the_old_curve(chromium, app_url: st
     assert page.locator("[data-testid='stPlotlyChart']").count() >= 1
     page.screenshot(path=str(artifacts / "data_upload.png"), full_page=True)
 
-    page.goto(app_url + "/?acc=upload&v=1")  # same session? no: a fresh page has no upload
+    page.goto(app_url + "/?acc=upload&v=2")  # same session? no: a fresh page has no upload
     settle(page)
     assert "no uploaded curve yet" in page.locator("body").inner_text()
     page.close()
@@ -148,7 +148,7 @@ def test_upload_curve_then_broken_file_keeps_the_old_curve(chromium, app_url: st
 
 def test_measured_step_times_replace_the_model_in_the_explorer(chromium, app_url: str):
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
-    page.goto(app_url + "/?m=llama-3.1-8b&tp=1&b=8&v=1")
+    page.goto(app_url + "/?m=llama-3.1-8b&tp=1&b=8&v=2")
     settle(page)
     before = metric_text(page, "Speedup")
     page.get_by_role("link", name="Measured data").click()
@@ -174,7 +174,7 @@ def test_a_repeated_or_respelled_parameter_is_named_shown_and_the_url_made_plain
     from explorer import Scenario, evaluate
 
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
-    page.goto(app_url + "/?d=7&d=abc&rho=1e-2&L=%2B07&v=1")  # %2B: '+' itself means a space
+    page.goto(app_url + "/?d=7&d=abc&rho=1e-2&L=%2B07&v=2")  # %2B: '+' itself means a space
     settle(page)
     body = page.locator("body").inner_text()
     assert "URL parameter 'd' (draft length D) is given 2 times" in body, body[:2000]
@@ -194,7 +194,7 @@ def test_apply_recommendation_moves_the_sidebar_the_metrics_and_the_url(chromium
     best = recommend(sc).best
     assert best is not None and (best.mechanism, best.draft_len) != (sc.mechanism, sc.draft_len)
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
-    page.goto(app_url + "/?b=4&v=1")
+    page.goto(app_url + "/?b=4&v=2")
     settle(page)
     page.get_by_role("button", name=re.compile(r"^Apply: ")).click()
     settle(page)

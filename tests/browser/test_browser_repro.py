@@ -35,7 +35,7 @@ def test_every_reproduction_is_refused_by_name_or_used_in_the_browser(chromium, 
         assert "al_curve.csv" in body, f"{path.name}: the earlier dataset is gone"
         assert "\x1b" not in body and "\x07" not in body, path.name
         assert page.get_by_test_id("stException").count() == 0, path.name
-    page.goto(app_url + "/?v=1")  # the Explorer still answers
+    page.goto(app_url + "/?v=2")  # the Explorer still answers
     settle(page)
     # a fresh page load: the run may start after settle() saw the empty page idle
     expect(page.get_by_test_id("stMetric").filter(has_text="Speedup")).to_have_count(

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.browser
 
 def test_quick_key_presses_leave_the_url_with_the_view(chromium, app_url: str):
     page = chromium.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(app_url + "/?d=3&v=1")
+    page.goto(app_url + "/?d=3&v=2")
     settle(page)
     slider = page.get_by_role("slider", name="Draft length D")
     d = 3
@@ -96,7 +96,7 @@ def test_a_d_move_leaves_the_surface_charts_drawn_unless_the_point_is_marked(chr
     """Streamlit draws a chart whose spec changed anew (a new element): unmarked, the heatmaps'
     plotly nodes survive a D move; marked, they are replaced and carry the current point."""
     page = chromium.new_page(viewport={"width": 1400, "height": 1600})
-    page.goto(app_url + "/?v=1")
+    page.goto(app_url + "/?v=2")
     settle(page)
     page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg")
     page.wait_for_timeout(1000)  # the first drawing done

@@ -66,7 +66,7 @@ def default_speedup() -> str:
 @pytest.mark.parametrize("value", [*INJECTIONS, "9" * 5000, "x" * 1000000])
 def test_url_decode_never_raises_and_names_every_bad_param(value: str):
     for p in us.PARAMS:
-        view = us.decode({p.key: value, "v": "1"})
+        view = us.decode({p.key: value, "v": "2"})
         got = view.values[p.key]
         named = [w for w in view.warnings if f"'{p.key}=" in w or f"'{p.key}'" in w]
         try:
@@ -235,17 +235,17 @@ def test_oversized_and_malformed_websocket_messages_close_only_that_connection(t
     port = free_port()
     log = tmp_path / "server.log"
     with serve(port, log) as url, StSession(url) as good:
-        first = good.rerun("d=7&v=1")
+        first = good.rerun("d=7&v=2")
         t0 = time.perf_counter()
         codes = [_closed_by_server(url, b"\x00" * (51 * MiB))]  # over maxMessageSize = 50
         oversize_s = time.perf_counter() - t0
         codes.append(_closed_by_server(url, b"\xff\xfe not a protobuf \x00" * 10))
         # Hundreds of fields in the query string of a rerun.
-        many = "&".join(f"f{i}={'z' * 10}" for i in range(990)) + "&d=9&v=1"
+        many = "&".join(f"f{i}={'z' * 10}" for i in range(990)) + "&d=9&v=2"
         crowd = StSession(url)
         run = crowd.rerun(many)
         crowd.close()
-        again = good.rerun("d=7&v=1")
+        again = good.rerun("d=7&v=2")
         wait_healthy(url, 10)
     print(f"\nwebsocket: 51 MiB frame closed with {codes[0]} after {oversize_s:.1f} s; garbage "
           f"frame closed with {codes[1]}; a rerun with 990 query fields took "
@@ -374,7 +374,7 @@ def test_markup_in_links_names_and_labels_is_shown_as_text(chromium, tmp_path: P
         q = {"hw": "[Log in](https://evil.example/x)", "m": "![p](https://evil.example/p.png)",
              "mech": "<img src=x onerror=alert(1)>", "dt": "$x^2$ :red[R] **b**",
              "s": "not-an-id [Log in](https://evil.example/s)"}
-        page.goto(url + "/?" + "&".join(f"{k}={quote(v)}" for k, v in q.items()) + "&v=1")
+        page.goto(url + "/?" + "&".join(f"{k}={quote(v)}" for k, v in q.items()) + "&v=2")
         settle(page)
         body = page.locator("body").inner_text().replace("\u2060", "")  # word joiners
         for value in q.values():

@@ -185,7 +185,7 @@ def _speedup(at: AppTest) -> str:
 
 def test_database_goes_away_and_comes_back_mid_session(db: Db,
                                                        monkeypatch: pytest.MonkeyPatch):
-    at = _app(db.url, monkeypatch, d="7", v="1")
+    at = _app(db.url, monkeypatch, d="7", v="2")
     sid, _ = _save(at, "before")
     assert sid
     db.go_away()
@@ -213,7 +213,7 @@ def test_database_goes_away_and_comes_back_mid_session(db: Db,
 
 
 def test_database_turns_read_only_mid_session(db: Db, monkeypatch: pytest.MonkeyPatch):
-    at = _app(db.url, monkeypatch, b="8", v="1")
+    at = _app(db.url, monkeypatch, b="8", v="2")
     sid, _ = _save(at, "writable")
     assert sid
     db.read_only(True)
@@ -314,7 +314,7 @@ def test_server_restart_mid_session_and_mid_save(chromium, tmp_path: Path):
     ctx = chromium.new_context(viewport={"width": 1400, "height": 1400})
     page = ctx.new_page()
     try:
-        page.goto(url + "/?d=7&b=8&v=1")
+        page.goto(url + "/?d=7&b=8&v=2")
         settle(page)
         before = metric_text(page, "Speedup")
 
@@ -345,7 +345,7 @@ def test_server_restart_mid_session_and_mid_save(chromium, tmp_path: Path):
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             proc = start_server(port, log, env)
-            page.goto(url + "/?d=7&b=8&v=1")
+            page.goto(url + "/?d=7&b=8&v=2")
             settle(page)
             outcomes.append(i)
         store = ScenarioStore(f"sqlite:///{tmp_path / 'data' / 'scenarios.sqlite3'}")
@@ -430,7 +430,7 @@ def test_cut_off_upload_is_reported_and_changes_nothing(chromium, tmp_path: Path
         page.wait_for_selector("text=step_times_retry.csv — ", timeout=60_000)
         assert page.locator("[data-testid='stException']").count() == 0
         with StSession(url) as s:  # and the server serves everyone else
-            assert s.rerun("v=1").status == 0
+            assert s.rerun("v=2").status == 0
         page.close()
     finally:
         stop_server(proc)

@@ -66,7 +66,7 @@ def test_twenty_sessions_move_sliders_concurrently(chromium, tmp_path: Path):
         d = i  # each session starts at its own D, from its own link
         try:
             with StSession(url) as s:
-                first = s.rerun(f"d={d}&v=1")
+                first = s.rerun(f"d={d}&v=2")
                 got = (first.metric("Speedup"), first.metric("Acceptance length"),
                        first.metric("Tokens/s per GPU"))
                 if got != table[d] or first.exceptions:
@@ -77,7 +77,7 @@ def test_twenty_sessions_move_sliders_concurrently(chromium, tmp_path: Path):
                     time.sleep(rng.uniform(*THINK_S))  # a person looks, then moves again
                     d = rng.choice([x for x in range(D_MAX + 1) if x != d])
                     s.set_slider("d", d)
-                    run = s.rerun(f"d={d}&v=1")
+                    run = s.rerun(f"d={d}&v=2")
                     got = (run.metric("Speedup"), run.metric("Acceptance length"),
                            run.metric("Tokens/s per GPU"))
                     with lock:
@@ -108,7 +108,7 @@ def test_twenty_sessions_move_sliders_concurrently(chromium, tmp_path: Path):
         page = ctx.new_page()
         page_errors: list[str] = []
         page.on("pageerror", lambda e: page_errors.append(str(e)))
-        page.goto(url + "/?d=20&v=1", timeout=120_000)
+        page.goto(url + "/?d=20&v=2", timeout=120_000)
         page.wait_for_timeout(400)
         page.wait_for_selector(IDLE, state="attached", timeout=120_000)
         slider = page.get_by_role("slider", name="Draft length D")
@@ -197,12 +197,12 @@ def test_a_ragged_upload_does_not_stall_the_other_sessions(chromium, tmp_path: P
         d = i
         try:
             with StSession(url) as s:
-                first = s.rerun(f"d={d}&v=1")
+                first = s.rerun(f"d={d}&v=2")
                 if first.exceptions:
                     errors.append(f"session {i}: {first.exceptions}")
                 for w in range(i, D_MAX + 1, N_OTHERS):  # warm the server's caches: every D
                     s.set_slider("d", w)
-                    s.rerun(f"d={w}&v=1")
+                    s.rerun(f"d={w}&v=2")
                     d = w
                 ready.wait()
                 while not done.is_set():
@@ -210,7 +210,7 @@ def test_a_ragged_upload_does_not_stall_the_other_sessions(chromium, tmp_path: P
                     d = rng.choice([x for x in range(D_MAX + 1) if x != d])
                     s.set_slider("d", d)
                     during = uploading.is_set()
-                    run = s.rerun(f"d={d}&v=1")
+                    run = s.rerun(f"d={d}&v=2")
                     with lock:
                         (times if during and uploading.is_set() else baseline).append(
                             run.elapsed_s)

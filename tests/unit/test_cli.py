@@ -43,10 +43,23 @@ def test_evaluate_json_has_the_documented_keys():
         assert set(part) == COMPONENTS
     spec = data["breakdown"]["verify_spec"]
     assert sum(spec.values()) == pytest.approx(data["t_verif_spec_s"])
+    # by default over whole requests of 1,024 output tokens: the four factors of the split
+    assert data["output_tokens"] == 1024 and data["t_prefill_s"] > 0
     assert data["speedup"] == pytest.approx(
-        data["t_verif_base_s"] * data["acceptance_length"]
-        / (data["t_verif_spec_s"] + data["t_draft_s"]))
+        data["acceptance_length"] * data["verify_cost_factor"] * data["draft_cost_factor"]
+        * data["prefill_factor"])
+    assert data["prefill_factor"] < 1.0
     assert 1.0 <= data["acceptance_length"] <= 4.0
+    # `--output-tokens 0`: decode steps only, the article's ratio
+    code, out, _ = run("evaluate", "--hardware", "h200", "--model", "llama-3.1-70b",
+                       "--batch", "8", "--draft-len", "3", "--tp", "2", "--output-tokens", "0",
+                       "--json")
+    decode = json.loads(out)
+    assert code == 0 and decode["output_tokens"] is None and decode["t_prefill_s"] == 0.0
+    assert decode["speedup"] == pytest.approx(
+        decode["t_verif_base_s"] * decode["acceptance_length"]
+        / (decode["t_verif_spec_s"] + decode["t_draft_s"]))
+    assert decode["speedup"] > data["speedup"]
 
 
 def test_fixed_al_and_alpha_are_used():

@@ -50,7 +50,8 @@ def test_beat_another_mechanism() -> None:
 
 
 def test_break_even_contours() -> None:
-    be = break_even(Scenario(batch=32))
+    # decode steps: the speedup is linear in AL (whole requests: below, with the prefill)
+    be = break_even(Scenario(batch=32, output_tokens=None))
     sp = np.asarray(be.speedup_d_al, dtype=float)
     # speedup = AL / break-even AL of its D, and NaN where AL > 1 + D
     al = np.asarray(be.acceptance_length)[:, None]
@@ -62,6 +63,17 @@ def test_break_even_contours() -> None:
     # more draft layers (larger ρ) never speed a chain drafter up
     rho = np.asarray(be.speedup_d_rho)
     assert (np.diff(rho, axis=0) <= 1e-12).all()
+    # whole requests (the default): the same contours, the speedup diluted towards 1 and the
+    # break-even AL where speculation's speedup over them is 1
+    whole = break_even(Scenario(batch=32))
+    sw = np.asarray(whole.speedup_d_al, dtype=float)
+    dec, whl = sp[valid], sw[valid]
+    assert np.all(whl[dec <= 1.0] <= 1.0)  # what does not pay on decode steps does not here
+    big = dec >= 1.2  # what pays well stays above 1×, by less (the drafter prefills too)
+    assert big.any() and np.all((whl[big] > 1.0) & (whl[big] < dec[big]))
+    ok = np.isfinite(np.asarray(whole.break_even_al, dtype=float))
+    assert ok.any() and np.all(np.asarray(whole.break_even_al)[ok]
+                               >= np.asarray(be.break_even_al)[ok] - 1e-9)
 
 
 def test_break_even_contours_colour_from_zero_with_white_at_one() -> None:

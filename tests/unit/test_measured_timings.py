@@ -78,12 +78,16 @@ def test_whole_step_table_sets_the_speedup():
     steps = StepTimings(batch=(1, 8, 64, 1, 8, 64), draft_len=(0, 0, 0, 3, 3, 3),
                           step_time_s=(0.006, 0.0064, 0.0098, 0.0075, 0.0080, 0.0150),
                           includes_draft=True, source="test")
-    ev = evaluate(Scenario(**BASE, measured_steps=steps))
+    ev = evaluate(Scenario(**BASE, output_tokens=None, measured_steps=steps))  # decode steps
     assert ev.t_verif_base_s == pytest.approx(0.0064)
     assert ev.t_verif_spec_s + ev.t_draft_s == pytest.approx(0.0080)
     assert ev.speedup == pytest.approx(0.0064 * ev.acceptance_length / 0.0080)
     assert sum(ev.breakdown["verify_spec"][c] for c in COMPONENTS) == pytest.approx(
         ev.t_verif_spec_s)
+    # over whole requests the measured steps carry the modelled prefill too
+    whole = evaluate(Scenario(**BASE, measured_steps=steps))
+    assert whole.t_verif_base_s == pytest.approx(0.0064) and whole.t_prefill_s > 0
+    assert whole.speedup == pytest.approx(ev.speedup * whole.prefill_factor)
     # a D the table does not cover keeps the model's step
     other = evaluate(Scenario(**{**BASE, "draft_len": 5}, measured_steps=steps))
     plain = evaluate(Scenario(**{**BASE, "draft_len": 5}))

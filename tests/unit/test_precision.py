@@ -52,7 +52,7 @@ def test_old_scenarios_and_links_without_the_moe_dtype_open_with_the_same_number
     reopened = Scenario.model_validate_json(old_json)
     assert reopened.moe_dtype is None and reopened.expert_dtype == "fp8"
     assert evaluate(reopened) == evaluate(sc)
-    state = us.decode({"hw": "b200", "m": "qwen3-30b-a3b", "dt": "fp8", "tp": "1", "v": "1"})
+    state = us.decode({"hw": "b200", "m": "qwen3-30b-a3b", "dt": "fp8", "tp": "1", "v": "2"})
     assert state.warnings == ()
     assert us.scenario_from_view(state.values).moe_dtype is None
 

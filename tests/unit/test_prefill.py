@@ -33,16 +33,19 @@ def test_plain_decoding_stays_1x_over_whole_requests() -> None:
     assert np.allclose(g.speedup, 1.0)
 
 
-def test_decode_steps_only_by_default_and_unchanged() -> None:
-    g = _grid()
-    assert _sc().output_tokens is None
+def test_whole_requests_of_1k_outputs_by_default_and_decode_steps_unchanged() -> None:
+    # the default answer is over whole requests of 1,024 output tokens (InferenceX's 1K/1K and
+    # 8K/1K runs); unset (0 in links and the CLI) prices decode steps only, as before
+    assert _sc().output_tokens == 1024
+    assert np.all(np.asarray(_grid().t_prefill_s) > 0.0)
+    g = _grid(output_tokens=None)
     assert np.all(np.asarray(g.t_prefill_s) == 0.0)
     decode = g.t_verif_base_s * g.acceptance_length / (g.t_verif_spec_s + g.t_draft_s)
     assert np.allclose(g.speedup, decode)
 
 
 def test_prefill_dilutes_the_speedup_more_as_the_batch_grows() -> None:
-    decode, whole = _grid(), _grid(output_tokens=1024)
+    decode, whole = _grid(output_tokens=None), _grid(output_tokens=1024)
     ratio = np.asarray(whole.speedup / decode.speedup)
     # B = 1: one prompt per 1024 tokens costs < 1 % of the decode; B = 128: the steps carry
     # 128 prompts' worth per 1024 steps, a tenth of the speedup
@@ -56,7 +59,7 @@ def test_prefill_dilutes_the_speedup_more_as_the_batch_grows() -> None:
 
 
 def test_longer_outputs_approach_the_decode_steps_and_longer_prompts_dilute_more() -> None:
-    decode = float(_grid().speedup[2])
+    decode = float(_grid(output_tokens=None).speedup[2])
     short, long_ = (float(_grid(output_tokens=n).speedup[2]) for n in (256, 8192))
     assert short < long_ < decode
     assert 1 - long_ / decode < 0.02  # 1K prompts per 8K outputs: an eighth of the 1:1 loss
@@ -72,7 +75,8 @@ def test_speedup_at_and_its_inverse_agree_with_the_grid() -> None:
     # the AL the inverse questions need is higher with the prefill than without (it pays the
     # prefill of the extra requests it finishes)
     sc = _sc(output_tokens=512, batch=64)
-    assert float(needed_al(sc, [3], 1.5)[0]) > float(needed_al(_sc(batch=64), [3], 1.5)[0])
+    assert float(needed_al(sc, [3], 1.5)[0]) > float(
+        needed_al(_sc(batch=64, output_tokens=None), [3], 1.5)[0])
     req = required_al(sc, 1.5, draft_len=3)
     g64 = scenario_model(sc).grid(64, 3.0)
     assert float(np.ravel(speedup_at(g64, req.acceptance_length))[0]) == pytest.approx(1.5)
@@ -89,7 +93,7 @@ def test_intervals_recommendation_and_evaluation_carry_the_prefill() -> None:
     assert ev.speedup == pytest.approx(
         ev.acceptance_length * ev.verify_cost_factor * ev.draft_cost_factor * ev.prefill_factor)
     assert ev.prefill_factor < 0.95
-    assert evaluate(_sc(batch=64)).prefill_factor == pytest.approx(1.0)
+    assert evaluate(_sc(batch=64, output_tokens=None)).prefill_factor == pytest.approx(1.0)
     top = recommend(sc).ranking[0]
     assert top.prefill_factor < 1.0
     assert top.speedup == pytest.approx(top.acceptance_length * top.verify_cost_factor
@@ -99,8 +103,25 @@ def test_intervals_recommendation_and_evaluation_carry_the_prefill() -> None:
 def test_a_link_carries_the_output_tokens_and_old_links_price_decode_steps() -> None:
     state = us.decode({"m": ["llama-3.1-8b"], "hw": ["h100"], "tp": ["1"], "out": ["2048"]})
     assert us.scenario_from_view(state.values).output_tokens == 2048
-    old = us.decode({"m": ["llama-3.1-8b"], "hw": ["h100"], "tp": ["1"]})
-    assert us.scenario_from_view(old.values).output_tokens is None
+    assert us.encode(state.values)["v"] == "2"
+    # a link of today's version without `out`: the default, whole requests of 1,024 tokens;
+    # `out=0`: decode steps only
+    new = us.decode({"v": ["2"], "m": ["llama-3.1-8b"], "hw": ["h100"], "tp": ["1"]})
+    assert us.scenario_from_view(new.values).output_tokens == 1024
+    zero = us.decode({"v": ["2"], "m": ["llama-3.1-8b"], "out": ["0"]})
+    assert us.scenario_from_view(zero.values).output_tokens is None
+    assert us.encode(zero.values)["out"] == "0"
+    # a version-1 link (made when decode steps were the default) has no `out`: it keeps the
+    # answer it was shared with, without a warning; one that names `out` keeps it
+    old = us.decode({"v": ["1"], "m": ["llama-3.1-8b"], "hw": ["h100"], "tp": ["1"]})
+    assert us.scenario_from_view(old.values).output_tokens is None and not old.warnings
+    old_n = us.decode({"v": ["1"], "m": ["llama-3.1-8b"], "out": ["512"]})
+    assert us.scenario_from_view(old_n.values).output_tokens == 512
+    # a stored view saved before versions were stored reads as version 1
+    assert us.scenario_from_view(us.decode_view({"m": "llama-3.1-8b"}).values
+                                 ).output_tokens is None
+    assert us.scenario_from_view(us.decode_view({"m": "llama-3.1-8b", "v": "2"}).values
+                                 ).output_tokens == 1024
 
 
 def test_a_deployment_prices_whole_requests_when_the_scenario_does() -> None:
@@ -108,7 +129,7 @@ def test_a_deployment_prices_whole_requests_when_the_scenario_does() -> None:
     from explorer.specs.deployment import DeploymentProfile
 
     profile = DeploymentProfile()
-    decode_sc, whole_sc = _sc(), _sc(output_tokens=512)
+    decode_sc, whole_sc = _sc(output_tokens=None), _sc(output_tokens=512)
     grid = state_grid(whole_sc, profile)
     assert np.all(grid.prefill_s > 0)
     assert grid.prefill_draft_factor[0] == 1.0 and np.all(grid.prefill_draft_factor[1:] > 1.0)
@@ -139,4 +160,4 @@ def test_the_recommendation_says_it_is_over_whole_requests() -> None:
     text = recommend(_sc(output_tokens=1024, batch=64)).explanation
     assert "speculation pays over whole requests (1,024-token prompts, 1,024 output tokens; " \
         "their prefill ×0.9" in text
-    assert "whole requests" not in recommend(_sc(batch=64)).explanation
+    assert "whole requests" not in recommend(_sc(batch=64, output_tokens=None)).explanation

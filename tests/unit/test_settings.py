@@ -182,9 +182,14 @@ def test_a_repeated_parameter_is_named_and_its_first_value_read(raw, value, fell
 
 
 def test_plain_links_are_not_respelled():
-    state = us.decode({"v": "1", "b": "8", "d": "7", "rho": "0.01", "a": "0.55", "m": "qwen3-32b",
+    state = us.decode({"v": "2", "b": "8", "d": "7", "rho": "0.01", "a": "0.55", "m": "qwen3-32b",
                        "slo": "45", "usd": "2.5"})
     assert state.warnings == () and state.respelled == () and state.fell_back == ()
+    assert not state.upgraded
+    # a version-1 link is rewritten at version 2 with what it meant: decode steps only
+    old = us.decode({"v": "1", "b": "8"})
+    assert old.warnings == () and old.respelled == ("out",) and old.upgraded
+    assert old.values["out"] == 0
 
 
 def test_old_links_keep_opening_with_the_same_values():
@@ -193,8 +198,9 @@ def test_old_links_keep_opening_with_the_same_values():
                        "acc": "alpha", "a": "0.55", "slo": "45", "usd": "2.5"})
     assert state.warnings == ()
     sc = us.scenario_from_view(state.values)
+    # … and decode steps only, the default of version 1 (whole requests are version 2's)
     assert sc == Scenario(batch=8, draft_len=7, context=32768, group=16, rho=0.1,
-                          acceptance=Acceptance(kind="iid", alpha=0.55))
+                          acceptance=Acceptance(kind="iid", alpha=0.55), output_tokens=None)
     assert sc.verify_width is None and sc.width == 8
     assert (state.values["slo"], state.values["usd"]) == (45.0, 2.5)
 
@@ -257,7 +263,8 @@ def test_an_old_stored_view_keeps_opening(tmp_path: Path):
            "acc": "alpha", "a": 0.6, "curve": "", "slo": 45.0, "usd": 2.5}
     store = ScenarioStore(f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sc = Scenario(hardware="b200", model="llama-3.1-8b", dtype="fp8", batch=16, context=32768,
-                  tp=1, draft_len=5, acceptance=Acceptance(kind="iid", alpha=0.6))
+                  tp=1, draft_len=5, acceptance=Acceptance(kind="iid", alpha=0.6),
+                  output_tokens=None)  # decode steps only, as then
     record = store.get(store.save(sc, old).id)
     assert record.view == old
     state = us.decode_view(record.view)

@@ -11,18 +11,29 @@ from explorer.ui import figures
 
 
 def test_the_three_factors_multiply_to_the_speedup():
-    rec = recommend(Scenario())
+    rec = recommend(Scenario(output_tokens=None))  # decode steps: the article's three factors
     assert rec.ranking
     for o in rec.ranking:
         assert o.acceptance_length * o.verify_cost_factor * o.draft_cost_factor == pytest.approx(
             o.speedup, rel=1e-12)
         assert 0 < o.verify_cost_factor <= 1 and 0 < o.draft_cost_factor <= 1
+        assert o.prefill_factor == pytest.approx(1.0)
         worst = min(o.verify_cost_factor, o.draft_cost_factor)
         assert o.limiting_term == ("verify cost" if worst == o.verify_cost_factor
                                    else "draft cost")
-    ev = evaluate(Scenario())
+    ev = evaluate(Scenario(output_tokens=None))
     assert ev.speedup == pytest.approx(
         ev.acceptance_length * ev.verify_cost_factor * ev.draft_cost_factor)  # type: ignore[operator]
+    # over whole requests (the default) a fourth factor, the prompt prefill's; at the default
+    # 70B, B = 32 and 8K-token prompts per 1K outputs it weighs most
+    for o in recommend(Scenario()).ranking:
+        assert o.acceptance_length * o.verify_cost_factor * o.draft_cost_factor \
+            * o.prefill_factor == pytest.approx(o.speedup, rel=1e-12)
+        worst = min(o.verify_cost_factor, o.draft_cost_factor, o.prefill_factor)
+        assert o.limiting_term == {o.verify_cost_factor: "verify cost",
+                                   o.draft_cost_factor: "draft cost",
+                                   o.prefill_factor: "prompt prefill"}[worst]
+    assert recommend(Scenario()).ranking[0].limiting_term == "prompt prefill"
 
 
 def test_which_term_decides_follows_the_operating_point():

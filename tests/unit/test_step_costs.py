@@ -98,9 +98,12 @@ def test_the_sigma_per_engine_is_at_least_the_loo_speedup_log_rms_the_fit_record
     # no longer pulls the per-draft-forward cost up, which leaves #20780's B = 1 steps, held
     # out, 8 % under instead of 3 %)
     assert {e: n for e, (_, n) in per_engine.items()} == {"vllm": 1, "sglang": 11, "trtllm": 2}
-    assert timing_error("vllm").log_rms == pytest.approx(0.1418, abs=5e-4)
+    # Since whole requests are the default, a published row whose request lengths are not
+    # published runs as 1K-prompt/1K-output requests, as a user's scenario would: the pooled
+    # held-out speed-ups' log-RMS 0.142 → 0.110, SGLang's own 0.147 → 0.108
+    assert timing_error("vllm").log_rms == pytest.approx(0.1101, abs=5e-4)
     assert timing_error("vllm").step_log_rms == pytest.approx(0.0718, abs=5e-4)
-    assert timing_error("sglang").log_rms == pytest.approx(0.1468, abs=5e-4)
+    assert timing_error("sglang").log_rms == pytest.approx(0.1079, abs=5e-4)
     # a step time keeps the step-time error (bench-plan's step predictions)
     assert float(timing_error("vllm").step_sigma(3)) == timing_error("vllm").step_log_rms
 
@@ -235,8 +238,10 @@ def test_the_hybrid_speedup_falls_with_batch_as_the_sglang_card_publishes(
     # Each verified token writes one recurrent state per GDN layer (SGLang's
     # intermediate_ssm_state_cache). Priced as full attention (flat in the verified width) the
     # model fell to 0.81 and 0.61 of its B = 1 speed-up.
+    # Decode steps: the card does not publish its requests' lengths (over 1K/1K requests, the
+    # default, the fall is 0.61 at D = 3: validate prints both)
     sc = Scenario(hardware="a100", model="qwen3.5-27b", tp=2, context=1024, engine="sglang",
-                  mechanism="mtp", draft_len=draft_len,
+                  mechanism="mtp", draft_len=draft_len, output_tokens=None,
                   acceptance={"kind": "fixed", "fixed_al": al})
     s = scenario_model(sc).grid(np.array([1.0, 32.0]), float(draft_len)).speedup
     assert float(s[1] / s[0]) == pytest.approx(published_fall, rel=0.12)

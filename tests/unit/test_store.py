@@ -223,7 +223,7 @@ def test_malformed_ids_get_one_clear_line(store: ScenarioStore, bad: str):
 
 def test_links_and_urls_are_accepted_as_ids():
     sid = "Abc_def-0123456789ABCDEFG"
-    for text in (sid, f"?s={sid}", f" https://x.example/explorer?v=1&s={sid} ", f"s={sid}"):
+    for text in (sid, f"?s={sid}", f" https://x.example/explorer?v=2&s={sid} ", f"s={sid}"):
         assert parse_id(text) == sid
 
 

@@ -80,11 +80,14 @@ def test_the_80_percent_speedup_interval_holds_the_published_speedups(va, capsys
     # σ was calibrated on group B's 363 points (× 1.165): these 15 rows from 5 publishers (6 of
     # one) cannot tell 80 % from 100 %, so the band's width is checked where it can be, on B.
     # A regression below 72 % (the 16 rows' sampling error around 80 % is ±10 %) fails here.
+    # Since whole requests are the default and rows without published request lengths run as
+    # 1K/1K requests, the engines' σ fell (vLLM's pooled 0.142 → 0.110, SGLang's 0.147 → 0.108):
+    # 13 of 16 inside (81 %), the third outside being a Qwen3.6 card row (6 % below its band).
     import validate
 
     shares = va.speedup_coverage(SHARED, validate.map_row, validate.published_speedup)
     out = capsys.readouterr().out
     assert "AL from published AL  n= 16" in out and "AL from prior (LOSO)  n= 15" in out
     assert shares["published AL"] >= 0.72
-    assert shares["published AL"] == pytest.approx(14 / 16)
+    assert shares["published AL"] == pytest.approx(13 / 16)
     assert shares["prior (LOSO)"] >= 0.72

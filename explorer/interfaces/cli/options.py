@@ -244,7 +244,10 @@ def sweep_axes(args: argparse.Namespace) -> dict[str, Any]:
             continue
         if s.value_type is int:
             lo, hi = s.bounds
-            axes[s.field] = parse_int_list(text, str(s.flag), int(lo or 0), int(hi or 0))
+            if isinstance(s.none_value, int):  # `--output-tokens 0,1024`: 0 = unset, as alone
+                lo = min(int(lo or 0), s.none_value)
+            axes[s.field] = [s.to_field(v) for v in
+                             parse_int_list(text, str(s.flag), int(lo or 0), int(hi or 0))]
             continue
         items = [x.strip() for x in text.split(",")]
         known = preset_table(s.presets) if s.presets is not None else {}
@@ -271,7 +274,9 @@ def scenario_from_args(args: argparse.Namespace, overrides: dict[str, object] | 
     for s in SCENARIO_SETTINGS:
         value = getattr(args, s.dest, None)
         if value is not None and s.field is not None:
-            fields[s.field] = value
+            # as in links: a setting's none value (`--output-tokens 0`: decode steps only,
+            # `--group 0`: the preset's) is the field left unset
+            fields[s.field] = s.to_field(value)
     if overrides:
         fields.update(overrides)
     _with_configs(args, fields)
