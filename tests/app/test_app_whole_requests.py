@@ -45,3 +45,13 @@ def test_a_link_with_output_tokens_prices_whole_requests():
     decode = evaluate(sc.model_copy(update={"output_tokens": None})).speedup
     assert f"On decode steps only (prompts prefilled on other GPUs, the article's ratio) it " \
         f"is {decode:.2f}×" in _caption(plain)
+
+
+def test_the_deployment_page_says_what_its_policies_span():
+    from tests.support.apptest import goto
+
+    whole = goto(run_app(), "deploy")
+    assert any(c.value.startswith("Over whole requests of N = 1,024 output tokens")
+               for c in whole.caption)
+    decode = goto(run_app(out="0"), "deploy")
+    assert any(c.value.startswith("Over decode steps only") for c in decode.caption)
