@@ -80,7 +80,8 @@ def prefill_note(ev: Evaluation, sc: Scenario) -> str:
             "(vLLM serve's default on ≥ 70 GiB GPUs; for other engines and GPUs an assumption); "
             "prefix caching is not modelled (a cached prompt is a shorter S). On decode steps "
             f"only (prompts prefilled on other GPUs, the article's ratio) it is "
-            f"{ev.speedup / ev.prefill_factor:.2f}×: set N to *decode only*.")
+            f"{_fmt(None if ev.speedup is None else ev.speedup / ev.prefill_factor)}×: set N "
+            "to *decode only*.")
 
 
 def _least_factor(o: RankedOption) -> float:
