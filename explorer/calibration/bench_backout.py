@@ -21,8 +21,8 @@ prefills too. Left out, the prefill would read as step overhead and draft cost.
   bounded to [0.2, 5] and [0.1, 10], and where the runs cannot tell them apart (one batch, or
   T_draft and the verify growth moving alike) g stays 1 and s alone is fitted. The prefill
   ties the two fits through g: where the runs tell all four terms apart (D = 0 and D > 0 at two
-  batches or more) they are fitted at once, within their bounds; otherwise the two fits
-  alternate until they settle.
+  batches or more) they are fitted at once (bounded linear least squares on the same relative
+  residuals); otherwise the two fits alternate until they settle.
 
 The result carries them as HardwareOverrides (step_overhead_s, step_cost_per_token_s,
 verify_growth_scale, draft_cost_scale): applied to a scenario they price every step the same way
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+from scipy.optimize import lsq_linear
 
 from explorer.calibration._shared import FloatArray, FrozenResult, flat, mape, ro_float
 from explorer.model.grid import ScenarioModel
@@ -153,7 +154,7 @@ def back_out_step_terms(
     notes: list[str] = []
     joint = _fit_joint(t, x0, tok_col, grow_col, drafted, b, plain, spec) if whole else None
     if joint is not None:
-        ovh, c_tok, g, s = joint
+        (ovh, c_tok, g, s), notes = joint
     else:
         # The plain step's terms depend on g through the prefill it carried, g on them:
         # alternate until they settle (one pass without prefill).
@@ -195,21 +196,31 @@ def back_out_step_terms(
 
 def _fit_joint(t: FloatArray, x0: FloatArray, tok_col: FloatArray, grow_col: FloatArray,
                drafted: FloatArray, b: FloatArray, plain: npt.NDArray[np.bool_],
-               spec: npt.NDArray[np.bool_]) -> tuple[float, float, float, float] | None:
-    """(step overhead, c_tok, g, s) in one least-squares fit over every run, where the prefill
-    ties them (whole requests) and the runs tell all four apart: D = 0 and D > 0 runs, each at
-    two batches or more, a drafter that costs something, every term within its bounds. None
-    otherwise (the fits then alternate, with their fallbacks)."""
+               spec: npt.NDArray[np.bool_]
+               ) -> tuple[tuple[float, float, float, float], list[str]] | None:
+    """(step overhead, c_tok, g, s) in one least-squares fit over every run on relative
+    residuals, each term within its bounds, where the prefill ties them (whole requests) and
+    the runs tell all four apart: D = 0 and D > 0 runs, each at two batches or more, a drafter
+    that costs something. None otherwise (the fits then alternate, with their fallbacks)."""
     if (np.unique(b[plain]).size < 2 or np.unique(b[spec]).size < 2
             or not drafted[spec].size or drafted[spec].max() <= 0):
         return None
-    sol, rank = _lstsq([np.ones_like(t), tok_col, grow_col, drafted], t - x0)
-    ovh, c_tok, g, s = (float(x) for x in sol)
-    if rank < 4 or not (0.0 <= ovh <= 0.1 and 0.0 <= c_tok <= MAX_TOKEN_COST_S
-                        and GROWTH_BOUNDS[0] <= g <= GROWTH_BOUNDS[1]
-                        and DRAFT_BOUNDS[0] <= s <= DRAFT_BOUNDS[1]):
+    # unknowns in units of their size (ms, 10 µs, 1, 1) so the columns are comparable
+    unit = np.array([1e-3, 1e-5, 1.0, 1.0])
+    cols = [np.ones_like(t), tok_col, grow_col, drafted]
+    a = np.stack([c / t for c in cols], axis=1) * unit
+    if int(np.linalg.matrix_rank(a)) < 4:
         return None
-    return ovh, c_tok, g, s
+    names = ("step overhead", "per-token cost", "verify growth", "draft cost")
+    lo = np.array([0.0, 0.0, GROWTH_BOUNDS[0], DRAFT_BOUNDS[0]])
+    hi = np.array([0.1, MAX_TOKEN_COST_S, GROWTH_BOUNDS[1], DRAFT_BOUNDS[1]])
+    fit = lsq_linear(a, (t - x0) / t, bounds=(lo / unit, hi / unit), method="bvls")
+    x = np.clip(fit.x * unit, lo, hi)
+    at = [n for n, v, low, high in zip(names, x, lo, hi, strict=True)
+          if np.isclose(v, low, rtol=1e-9, atol=1e-15) or np.isclose(v, high, rtol=1e-9)]
+    notes = [f"fitted at once with the prefill; at a bound: {', '.join(at)}"] if at else []
+    ovh, c_tok, g, s = (float(v) for v in x)
+    return (ovh, c_tok, g, s), notes
 
 
 def _fit_plain(tp: FloatArray, xp: FloatArray, bp: FloatArray, cp: FloatArray,
