@@ -316,7 +316,8 @@ def bench_plan(scenario: Scenario, mechanism: str | None = None) -> BenchPlan:
         interval=(f"80 % interval of output tokens/s: exp(±{Z80:.3f}·σ), σ = the model's plain "
                   f"step log error against the measured step reference "
                   f"({plain_step_log_rms():.3f}) and, for D > 0, the verify-cost ratio's "
-                  "(analysis/timing_error.py), in quadrature"),
+                  "(analysis/timing_error.py), in quadrature; the prompt prefill each step "
+                  "carries is priced by the same step model; its own error is not in σ"),
         runs=runs, notes=notes)
 
 
