@@ -57,6 +57,8 @@ MAX_OUTPUT_LEN = 256
 # its time at full concurrency rather than ramping up or draining.
 ROUNDS = 8
 MIN_PROMPTS = 32
+# A plan says so where the prefill is more than this share of a plain step at the scenario's B.
+PREFILL_NOTE_SHARE = 0.3
 
 PLAN_KEYS = ("engine", "batch", "draft_len", "forced_acceptance_length", "server_command",
              "client_command", "expected_output_tokens_per_s", "expected_tpot_s",
@@ -289,6 +291,13 @@ def bench_plan(scenario: Scenario, mechanism: str | None = None) -> BenchPlan:
             expected_tpot_s=float(pred.tpot_s[i]),
             expected_low=float(pred.low[i]), expected_high=float(pred.high[i]),
             input_len=isl, output_len=osl))
+    at_b = int(np.argmax((bs == scenario.batch) & (ds == 0)))
+    share = float(pred.prefill_s[at_b] / pred.step_s[at_b])
+    if share > PREFILL_NOTE_SHARE:
+        notes.append(f"At these lengths the prompts' prefill is {share:.0%} of a plain step at "
+                     f"B = {scenario.batch}: the runs check the prefill's price as much as the "
+                     "speculative step's; fewer input tokens per output token would isolate "
+                     "the decode steps.")
     if mech.needs_draft_weights and ckpt is None:
         notes.append(f"No published {mech.name} checkpoint for {scenario.model} in "
                      "data/draft_heads.csv: set DRAFT_MODEL to your drafter's path or id.")

@@ -156,6 +156,13 @@ def test_expected_figures_are_the_models_whole_request_steps_at_the_forced_accep
         # the prefill is there and large: 8064-token prompts per 256 outputs
         decode_only = predict(mech, [r.batch], [r.draft_len], [al])
         assert r.expected_output_tokens_per_s < 0.8 * decode_only.output_tokens_per_s[0]
+    # the plan says how much of a plain step the prefill is (8064 in / 256 out at B = 16)
+    b16 = next(r for r in plan.runs if r.batch == 16 and r.draft_len == 0)
+    share = 1.0 - float(predict(mech, [16], [0], [1.0]).tpot_s[0]) / b16.expected_tpot_s
+    assert share > 0.3
+    assert any(f"prefill is {share:.0%} of a plain step at B = 16" in n for n in plan.notes)
+    short = bench_plan(SC.model_copy(update={"context": 512}))  # 384 in / 256 out
+    assert not any("of a plain step" in n for n in short.notes)
 
 
 def test_long_prompts_predict_fewer_tokens_per_second_than_decode_steps_alone():
