@@ -3,8 +3,11 @@ speedup per run, and the step-cost terms backed out of them (explorer/calibratio
 
 A run is priced as the plan priced it (explorer/export/bench_plan.py `predict`): the plan's
 mechanism for the run's engine, at the run's B and D, with the run's forced AL (from the file or
-its name, else the AL the engine measured, else the plan's). The measured speedup of a D > 0 run
-is its output tokens/s over that of the D = 0 run at the same engine and batch.
+its name, else the AL the engine measured, else the plan's), over whole requests of the run's own
+mean input and output lengths (from the file; where it lacks them, the plan's, and the row says
+so): each step carries the prefill of the requests that replace finished ones. The measured
+speedup of a D > 0 run is its output tokens/s over that of the D = 0 run at the same engine and
+batch.
 """
 
 from __future__ import annotations
@@ -45,7 +48,10 @@ class CompareRow(BaseModel):
     engine: str
     batch: int
     draft_len: int
-    context: int
+    context: int  # mean KV length while decoding: input + output/2
+    input_len: float  # mean tokens per request the prediction prices (prompt, output)
+    output_len: float
+    lengths_from: str  # the file's keys, or the plan's (the file lacks them)
     acceptance_length: float | None
     acceptance_from: str
     recognised_from: str
@@ -95,6 +101,15 @@ def _acceptance(run: BenchMeasurement, plan: BenchPlan, sc: Scenario) -> tuple[f
     return al, "the model's AL at this D"
 
 
+def _lengths(run: BenchMeasurement, plan: BenchPlan) -> tuple[float, float, str]:
+    """(input, output) tokens per request to price the run with: the file's means, else the
+    plan's (which ran them)."""
+    if run.input_len is not None and run.output_len is not None:
+        return run.input_len, run.output_len, f"the file ({run.lengths_from})"
+    return (float(plan.input_len), float(plan.output_len),
+            f"the plan ({plan.input_len} in / {plan.output_len} out: the file does not say)")
+
+
 def _err(p: float | None, m: float | None) -> float | None:
     if p is None or m is None or m == 0:
         return None
@@ -108,33 +123,34 @@ def compare(scenario: Scenario, files: list[BenchFile]) -> BenchComparison:
         raise ValueError("no runs to compare")
     engines = {r.engine or scenario.engine for r in runs}
     plans = _plans(scenario, engines)
-    rows_in: list[tuple[BenchMeasurement, str, float | None, str, float, float, float, float]] = []
+    rows_in: list[tuple[BenchMeasurement, str, float | None, str, tuple[float, float, str],
+                        float, float, float, float]] = []
     for r in runs:
         engine = r.engine or scenario.engine
         plan = plans[engine]
         sc = candidate(scenario.model_copy(update={"engine": engine}), plan.mechanism)
         al, al_from = _acceptance(r, plan, sc)
-        if r.context is not None:  # the run's own mean KV length
-            sc = sc.model_copy(update={"context": r.context})
-        p = predict(sc, r.batch, r.draft_len, al if al is not None else 1.0)
-        rows_in.append((r, engine, al, al_from, float(p.output_tokens_per_s[0]),
+        lengths = _lengths(r, plan)
+        p = predict(sc, r.batch, r.draft_len, al if al is not None else 1.0,
+                    input_len=lengths[0], output_len=lengths[1])
+        rows_in.append((r, engine, al, al_from, lengths, float(p.output_tokens_per_s[0]),
                         float(p.tpot_s[0]), float(p.low[0]), float(p.high[0])))
     # D = 0 runs by (engine, batch): the measured and predicted baselines of the speedups
     base_m: dict[tuple[str, int], float] = {}
     base_p: dict[tuple[str, int], float] = {}
-    for r, engine, _, _, ptps, *_ in rows_in:
+    for r, engine, _, _, _, ptps, *_ in rows_in:
         if r.draft_len == 0:
             base_m.setdefault((engine, r.batch), r.output_tokens_per_s)
             base_p.setdefault((engine, r.batch), ptps)
     rows: list[CompareRow] = []
-    for r, engine, al, al_from, ptps, ptpot, lo, hi in rows_in:
+    for r, engine, al, al_from, (isl, osl, l_from), ptps, ptpot, lo, hi in rows_in:
         key = (engine, r.batch)
         m_speed = r.output_tokens_per_s / base_m[key] if key in base_m else None
         p_speed = ptps / base_p[key] if key in base_p else None
         rows.append(CompareRow(
             file=r.file, line=r.line, format=r.format, engine=engine, batch=r.batch,
-            draft_len=r.draft_len, context=r.context or scenario.context,
-            acceptance_length=al, acceptance_from=al_from,
+            draft_len=r.draft_len, context=round(isl + osl / 2), input_len=isl,
+            output_len=osl, lengths_from=l_from, acceptance_length=al, acceptance_from=al_from,
             recognised_from=r.recognised_from,
             predicted=Predicted(output_tokens_per_s=ptps, tpot_s=ptpot, speedup=p_speed,
                                 low=lo, high=hi),
@@ -148,7 +164,14 @@ def compare(scenario: Scenario, files: list[BenchFile]) -> BenchComparison:
     notes = []
     mechs = {e: p.mechanism_name for e, p in plans.items()}
     notes.append("Predicted with " + ", ".join(f"{m} on {e}" for e, m in mechs.items())
-                 + " (the plan's mechanism), at each run's B, D and AL.")
+                 + " (the plan's mechanism), at each run's B, D and AL, over whole requests "
+                 "of its mean input/output lengths: each step also carries the prefill of the "
+                 "requests that replace finished ones.")
+    planned = sorted({x.file for x in rows if x.lengths_from.startswith("the plan")})
+    if planned:
+        notes.append(f"{len(planned)} file{'s' if len(planned) != 1 else ''} "
+                     f"({', '.join(planned[:3])}{', …' if len(planned) > 3 else ''}) say no "
+                     "input/output lengths: priced at the plan's.")
     if any(x.measured.speedup is None and x.draft_len > 0 for x in rows):
         notes.append("A D > 0 run without a D = 0 run at the same engine and batch has no "
                      "measured speedup.")
@@ -170,8 +193,8 @@ def back_out(scenario: Scenario, comparison: BenchComparison,
     return back_out_step_terms(
         scenario_model(base), [x.batch for x in rows], [x.draft_len for x in rows],
         [x.acceptance_length if x.acceptance_length is not None else 1.0 for x in rows],
-        [x.measured.tpot_s for x in rows], context=[x.context for x in rows],
-        label=f"{engine} benchmark runs")
+        [x.measured.tpot_s for x in rows], label=f"{engine} benchmark runs",
+        input_len=[x.input_len for x in rows], output_len=[x.output_len for x in rows])
 
 
 def applied(scenario: Scenario, result: BenchBackOut) -> Scenario:

@@ -6,9 +6,10 @@ ladder around it (B/2, B, 2B): each run with the engine's launch command (its sp
 and the engine's own switch that forces the acceptance length, so the benchmark measures the step
 costs the explorer predicts, whatever the drafter would accept on random prompts), the engine's
 own serving benchmark with concurrency = B and fixed input/output lengths, and the output tokens/s
-and TPOT the model expects, with an 80 % interval. `bench_script(plan)` is the same as one shell
-script. Every flag was read in the engine's source at the commit named beside it (and in the
-plan's `engine_version`); nothing here runs an engine.
+and TPOT the model expects over those whole requests (each step carrying the prefill of the
+requests that replace finished ones), with an 80 % interval. `bench_script(plan)` is the same as
+one shell script. Every flag was read in the engine's source at the commit named beside it (and
+in the plan's `engine_version`); nothing here runs an engine.
 
 What differs between engines (the launch command and its forced-acceptance switch with the
 source it was read in, the benchmark client, the result format, the checked versions) is each
@@ -47,18 +48,21 @@ FloatArray = npt.NDArray[np.float64]
 # z of the 10 % and 90 % quantiles of a normal: the plan's interval is the 80 % one, as the
 # explorer's speedup intervals are (explorer/model/acceptance_source.py INTERVAL).
 Z80 = 1.2815515655446004
-# Output tokens per request: long enough that decoding dominates the run (the prediction is the
-# decode rate), short enough that a ladder of runs takes minutes. The input is then set so the
-# mean KV length while decoding, input + output/2, is the scenario's context S.
+# Output tokens per request: enough decode steps per request for the forced acceptance to show,
+# few enough that a ladder of runs takes minutes (the expected figures price the prompts' prefill
+# these steps carry). The input is then set so the mean KV length while decoding,
+# input + output/2, is the scenario's context S.
 MAX_OUTPUT_LEN = 256
 # Requests per run: eight rounds of B concurrent requests (at least 32), so the run spends most of
 # its time at full concurrency rather than ramping up or draining.
 ROUNDS = 8
 MIN_PROMPTS = 32
+# A plan says so where the prefill is more than this share of a plain step at the scenario's B.
+PREFILL_NOTE_SHARE = 0.3
 
 PLAN_KEYS = ("engine", "batch", "draft_len", "forced_acceptance_length", "server_command",
              "client_command", "expected_output_tokens_per_s", "expected_tpot_s",
-             "expected_low", "expected_high")
+             "expected_low", "expected_high", "input_len", "output_len")
 
 
 class BenchRun(BaseModel):
@@ -76,6 +80,10 @@ class BenchRun(BaseModel):
     expected_tpot_s: float
     expected_low: float  # 80 % interval of expected_output_tokens_per_s
     expected_high: float
+    # tokens per request the client command asks for: the expected figures price these whole
+    # requests (their prompts' prefill included)
+    input_len: int
+    output_len: int
 
 
 class BenchPlan(BaseModel):
@@ -144,28 +152,57 @@ class Prediction(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
-    step_s: FloatArray
+    step_s: FloatArray  # one step, with the prefill it carries
+    prefill_s: FloatArray  # of which the prompt prefill (0 for decode steps only)
     output_tokens_per_s: FloatArray
     tpot_s: FloatArray
     low: FloatArray
     high: FloatArray
 
 
+def run_context(input_len: npt.ArrayLike, output_len: npt.ArrayLike) -> FloatArray:
+    """A run's mean KV length while decoding: its prompt plus half its output."""
+    return np.asarray(np.asarray(input_len, dtype=np.float64)
+                      + np.asarray(output_len, dtype=np.float64) / 2.0, dtype=np.float64)
+
+
 def predict(scenario: Scenario, batch: npt.ArrayLike, draft_len: npt.ArrayLike,
-            acceptance_length: npt.ArrayLike) -> Prediction:
+            acceptance_length: npt.ArrayLike, input_len: npt.ArrayLike | None = None,
+            output_len: npt.ArrayLike | None = None) -> Prediction:
     """Output tokens/s (all requests), TPOT and the 80 % interval of runs at (B, D) whose
-    acceptance is forced to AL (AL is ignored at D = 0): step = T_verif(B·(1+D)) + T_draft,
-    tokens/s = B·AL / step, TPOT = step / AL. The scenario's engine, mechanism, S and any applied
-    measured terms price the step."""
+    acceptance is forced to AL (AL is ignored at D = 0).
+
+    With the runs' mean input and output tokens per request (a serving benchmark runs whole
+    requests), each step is priced as the explorer prices whole requests (explorer/model/
+    grid.py `speedup_at`), in steady state: decode at the mean KV length input + output/2, plus
+    the prefill of the requests that replace finished ones, p for B·input/output prompt tokens
+    (`ScenarioModel.prefill_per_step`, N = the run's output): step = T_verif(B) + p at D = 0,
+    T_verif(B·W) + T_draft + AL·p·f with speculation (f: the drafter prefills too). Without
+    them, decode steps only at the scenario's S (whatever its own N). tokens/s = B·AL / step,
+    TPOT = step / AL. The scenario's engine, mechanism and any applied measured terms price the
+    step."""
     b = np.asarray(batch, dtype=np.float64).reshape(-1)
     d = np.asarray(draft_len, dtype=np.float64).reshape(-1)
     al = np.where(d > 0, np.asarray(acceptance_length, dtype=np.float64).reshape(-1), 1.0)
-    g = scenario_model(scenario).grid(b, d)
-    step = np.where(d > 0, g.t_verif_spec_s + g.t_draft_s, g.t_verif_base_s)
+    sm = scenario_model(scenario)
+    if input_len is None or output_len is None:
+        g = sm.grid(b, d)
+        prefill = np.zeros_like(b * d)
+    else:
+        isl = np.broadcast_to(np.asarray(input_len, dtype=np.float64).reshape(-1), b.shape)
+        osl = np.broadcast_to(np.asarray(output_len, dtype=np.float64).reshape(-1), b.shape)
+        if not (np.isfinite(isl).all() and np.isfinite(osl).all()) or (isl < 1).any() or \
+                (osl < 1).any():
+            raise ValueError("input_len and output_len must be ≥ 1 token per request")
+        g = sm.grid(b, d, context=run_context(isl, osl))
+        p, f = sm.prefill_per_step(b, isl, np.full(b.shape, sm.r.group), output_tokens=osl)
+        prefill = al * p * np.where(d > 0, f, 1.0)  # at D = 0 no drafter prefills
+    step = np.where(d > 0, g.t_verif_spec_s + g.t_draft_s, g.t_verif_base_s) + prefill
     tps = b * al / step
     spread = np.exp(Z80 * log_sigma(d))
-    return Prediction(step_s=step, output_tokens_per_s=tps, tpot_s=step / al,
-                      low=tps / spread, high=tps * spread)
+    return Prediction(step_s=step, prefill_s=np.asarray(prefill, dtype=np.float64),
+                      output_tokens_per_s=tps, tpot_s=step / al, low=tps / spread,
+                      high=tps * spread)
 
 
 def _checkpoint(scenario: Scenario, slug: str) -> str | None:
@@ -234,7 +271,7 @@ def bench_plan(scenario: Scenario, mechanism: str | None = None) -> BenchPlan:
     batches = batch_ladder(scenario.batch)
     bs = np.repeat(np.asarray(batches, dtype=np.float64), 2)
     ds = np.tile(np.asarray([0.0, float(d)]), len(batches))
-    pred = predict(sc, bs, ds, np.full(bs.shape, al))
+    pred = predict(sc, bs, ds, np.full(bs.shape, al), input_len=isl, output_len=osl)
     runs: list[BenchRun] = []
     prompts = {b: max(MIN_PROMPTS, ROUNDS * b) for b in batches}
     for i, (b_f, d_f) in enumerate(zip(bs, ds, strict=True)):
@@ -252,7 +289,15 @@ def bench_plan(scenario: Scenario, mechanism: str | None = None) -> BenchPlan:
             server_command=bench.server(server), client_command=bench.client(client),
             expected_output_tokens_per_s=float(pred.output_tokens_per_s[i]),
             expected_tpot_s=float(pred.tpot_s[i]),
-            expected_low=float(pred.low[i]), expected_high=float(pred.high[i])))
+            expected_low=float(pred.low[i]), expected_high=float(pred.high[i]),
+            input_len=isl, output_len=osl))
+    at_b = int(np.argmax((bs == scenario.batch) & (ds == 0)))
+    share = float(pred.prefill_s[at_b] / pred.step_s[at_b])
+    if share > PREFILL_NOTE_SHARE:
+        notes.append(f"At these lengths the prompts' prefill is {share:.0%} of a plain step at "
+                     f"B = {scenario.batch}: the runs check the prefill's price as much as the "
+                     "speculative step's; fewer input tokens per output token would isolate "
+                     "the decode steps.")
     if mech.needs_draft_weights and ckpt is None:
         notes.append(f"No published {mech.name} checkpoint for {scenario.model} in "
                      "data/draft_heads.csv: set DRAFT_MODEL to your drafter's path or id.")
@@ -261,8 +306,13 @@ def bench_plan(scenario: Scenario, mechanism: str | None = None) -> BenchPlan:
         "so the runs measure step costs, not how well the drafter fits random prompts. Forced "
         "acceptance commits unchecked draft tokens: for performance only.",
         f"Each request reads {isl} tokens and writes {osl} (mean KV length while decoding "
-        f"≈ S = {scenario.context}); output tokens/s counts all requests over the run and "
-        "includes the prefills, which the decode-only prediction leaves out.",
+        f"≈ S = {scenario.context}). The expected figures are over these whole requests, as "
+        "output tokens/s counts them: in steady state each step also carries the prefill of "
+        f"the requests that replace finished ones (B·{isl}/{osl} prompt tokens a plain step, "
+        "AL times that with speculation), which speculation does not shorten. TPOT includes "
+        "the other requests' prefills a request's steps carry; a run whose requests stay in "
+        "lockstep prefills them all before they decode (in TTFT), so its TPOT can read lower "
+        "and its output tokens/s about the same.",
         "Run every command pair in turn: start the server, wait until it answers, run the "
         "client, stop the server. Then `python -m explorer bench-compare bench_*.json*` with the "
         "same scenario flags.",
@@ -275,7 +325,8 @@ def bench_plan(scenario: Scenario, mechanism: str | None = None) -> BenchPlan:
         interval=(f"80 % interval of output tokens/s: exp(±{Z80:.3f}·σ), σ = the model's plain "
                   f"step log error against the measured step reference "
                   f"({plain_step_log_rms():.3f}) and, for D > 0, the verify-cost ratio's "
-                  "(analysis/timing_error.py), in quadrature"),
+                  "(analysis/timing_error.py), in quadrature; the prompt prefill each step "
+                  "carries is priced by the same step model; its own error is not in σ"),
         runs=runs, notes=notes)
 
 

@@ -1,21 +1,25 @@
-"""Serving-benchmark result files, read back as runs: batch, D, forced AL, output tokens/s, TPOT.
+"""Serving-benchmark result files, read back as runs: batch, D, forced AL, output tokens/s, TPOT
+and the mean input/output tokens per request (the whole requests the prediction prices).
 
 Formats (each read from the tool's source at a commit; samples in data/samples/bench_*):
 - `vllm_bench_serve`: `vllm bench serve --save-result` JSON (vllm/benchmarks/serve.py
   @009e6d4a): max_concurrency, output_throughput [tok/s], mean_tpot_ms, and with speculation
-  spec_decode_num_drafts / spec_decode_draft_tokens / spec_decode_acceptance_length; keys given
+  spec_decode_num_drafts / spec_decode_draft_tokens / spec_decode_acceptance_length,
+  total_input_tokens / total_output_tokens / completed (the mean lengths); keys given
   with --metadata KEY=VALUE are saved at the top level (the plan writes batch, draft_len,
   forced_acceptance_length there).
 - `sglang_bench_serving`: `python -m sglang.bench_serving --output-file` JSON lines, one per run,
   appended (python/sglang/bench_serving.py @0033168f): max_concurrency, output_throughput,
-  mean_tpot_ms, accept_length (the server's average, null without speculation).
+  mean_tpot_ms, accept_length (the server's average, null without speculation), the totals as
+  vLLM's (else random_input_len / random_output_len).
 - `trtllm_bench_report`: `trtllm-bench … throughput --report_json` (tensorrt_llm/bench/dataclasses/
   reporting.py @02499765): performance.system_output_throughput_tok_s,
   streaming_metrics.avg_tpot_ms (with --streaming), request_info.avg_num_concurrent_requests,
-  decoding_stats.acceptance_length_percentiles.average with speculation.
+  decoding_stats.acceptance_length_percentiles.average with speculation,
+  request_info.avg_input_length / avg_output_length.
 - `aiperf_profile_export`: AIPerf's profile_export_aiperf.json (ai-dynamo/aiperf docs
   @13992dbd): output_token_throughput.avg [tokens/sec], inter_token_latency.avg [ms],
-  input_config.loadgen.concurrency.
+  input_config.loadgen.concurrency, input_sequence_length.avg / output_sequence_length.avg.
 
 What a file does not say (D in SGLang's, TensorRT-LLM's and AIPerf's; the forced AL in most) is
 read from its name as the plan writes it: bench_<engine>_b<B>_d<D>[_al<AL>].… A file the parser
@@ -81,6 +85,11 @@ class BenchMeasurement(BaseModel):
     # mean KV length while decoding, input + output/2 tokens per request, where the file says
     # (None: the scenario's context)
     context: int | None = None
+    # mean input (prompt) and output tokens per request, where the file says (None: the plan's):
+    # the prediction prices these whole requests, their prefill included
+    input_len: float | None = None
+    output_len: float | None = None
+    lengths_from: str = ""  # the keys they were read from ("" where the file lacks them)
     recognised_from: str  # where B, D and AL were read
 
 
@@ -246,7 +255,7 @@ def _vllm(name: str, obj: dict[str, object], col: Collector) -> list[BenchMeasur
         engine=ident.engine or ENGINE_OF_FORMAT["vllm_bench_serve"], batch=batch,
         draft_len=d, forced_acceptance_length=al if d > 0 else None,
         measured_acceptance_length=measured, output_tokens_per_s=tps, tpot_s=tpot_ms * 1e-3,
-        context=_per_request_context(obj),
+        **_lengths(*_per_request_lengths(obj)),
         recognised_from=f"B from {from_where}, D from {d_from}"
         + (f", AL from {al_from}" if d > 0 and al is not None else ""))]
 
@@ -278,14 +287,32 @@ def _meta_float(raw: object) -> float | None:
     return json_number(raw)
 
 
-def _per_request_context(obj: dict[str, object]) -> int | None:
+def _lengths(isl: object, osl: object, keys: str) -> dict[str, object]:
+    """A run's mean input and output tokens per request and its mean KV length while decoding,
+    where the file gives both (an output of 0 tokens or a missing key: neither, the plan's)."""
+    i, o = json_number(isl), json_number(osl)
+    if i is None or o is None or not (math.isfinite(i) and math.isfinite(o)) or i < 1 or o < 1:
+        return {"context": _context(isl, osl)}
+    return {"context": _context(i, o), "input_len": i, "output_len": o, "lengths_from": keys}
+
+
+def _per_request_lengths(obj: dict[str, object]) -> tuple[object, object, str]:
+    """vllm bench serve / sglang.bench_serving: the totals over the completed requests."""
     n = json_number(obj.get("completed"))
-    if not n or n <= 0:
-        return None
     i, o = json_number(obj.get("total_input_tokens")), json_number(obj.get("total_output_tokens"))
-    if i is None or o is None:
-        return None
-    return _context(i / n, o / n)
+    if not n or n <= 0 or i is None or o is None:
+        return None, None, ""
+    return i / n, o / n, "total_input_tokens / total_output_tokens / completed"
+
+
+def _sglang_lengths(obj: dict[str, object]) -> tuple[object, object, str]:
+    """The totals where the line has them (the random lengths are the maxima when
+    --random-range-ratio < 1), else the requested random lengths."""
+    got = _per_request_lengths(obj)
+    if got[0] is not None:
+        return got
+    return (obj.get("random_input_len"), obj.get("random_output_len"),
+            "random_input_len / random_output_len")
 
 
 def _sglang(name: str, text: str, col: Collector) -> list[BenchMeasurement]:
@@ -322,8 +349,7 @@ def _sglang(name: str, text: str, col: Collector) -> list[BenchMeasurement]:
             batch=batch, draft_len=d,
             forced_acceptance_length=ident.al if d > 0 else None,
             measured_acceptance_length=measured, output_tokens_per_s=tps,
-            tpot_s=tpot_ms * 1e-3,
-            context=_context(obj.get("random_input_len"), obj.get("random_output_len")),
+            tpot_s=tpot_ms * 1e-3, **_lengths(*_sglang_lengths(obj)),
             recognised_from=f"B from {b_from}, D from {d_from}"
             + (", AL from file name" if d > 0 and ident.al is not None else "")))
     if not runs and not col.has_errors:
@@ -360,8 +386,9 @@ def _trtllm(name: str, obj: dict[str, object], col: Collector) -> list[BenchMeas
         engine=ident.engine or ENGINE_OF_FORMAT["trtllm_bench_report"], batch=batch,
         draft_len=d, forced_acceptance_length=ident.al if d > 0 else None,
         measured_acceptance_length=measured, output_tokens_per_s=tps, tpot_s=tpot_ms * 1e-3,
-        context=_context(_get(obj, "request_info.avg_input_length"),
-                         _get(obj, "request_info.avg_output_length")),
+        **_lengths(_get(obj, "request_info.avg_input_length"),
+                   _get(obj, "request_info.avg_output_length"),
+                   "request_info.avg_input_length / avg_output_length"),
         recognised_from=f"B from {b_from}, D from {d_from}"
         + (", AL from file name" if d > 0 and ident.al is not None else ""))]
 
@@ -392,8 +419,9 @@ def _aiperf(name: str, obj: dict[str, object], col: Collector) -> list[BenchMeas
         file=name, format="aiperf_profile_export", engine=ident.engine, batch=batch,
         draft_len=d, forced_acceptance_length=ident.al if d > 0 else None,
         measured_acceptance_length=None, output_tokens_per_s=tps, tpot_s=itl * scale,
-        context=_context(_get(obj, "input_sequence_length.avg"),
-                         _get(obj, "output_sequence_length.avg")),
+        **_lengths(_get(obj, "input_sequence_length.avg"),
+                   _get(obj, "output_sequence_length.avg"),
+                   "input_sequence_length.avg / output_sequence_length.avg"),
         recognised_from=f"B from {b_from}, D from file name"
         + (", AL from file name" if d > 0 and ident.al is not None else ""))]
 

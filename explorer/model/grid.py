@@ -478,23 +478,28 @@ class ScenarioModel:
             kv = kv + b * m.mamba_layers * scale * m.mamba.state_bytes_per_seq() / lm.tp
         return np.asarray(kv, dtype=np.float64)
 
-    def prefill_per_step(self, batch: FloatArray, context: FloatArray, group: FloatArray
+    def prefill_per_step(self, batch: FloatArray, context: FloatArray, group: FloatArray,
+                         output_tokens: npt.ArrayLike | None = None
                          ) -> tuple[FloatArray, float]:
         """(p, f) of `GridResult`: with N output tokens a request, B·S/N prompt tokens enter a
         plain step in steady state; each costs what a chunk of PREFILL_CHUNK_TOKENS (at most
         the prompt) adds to a decode step of B tokens, its attention over half the prompt (the
         mean prefix). f = 1 + ρ: the drafter's layers prefill the prompt too (1 for a lookup).
-        (0, 1) without N: decode steps only."""
-        n = self.r.scenario.output_tokens
-        if not n:
+        (0, 1) without N: decode steps only. `output_tokens`: N per element instead of the
+        scenario's (a benchmark run's own lengths, `context` then its prompt); ≤ 0 there:
+        decode steps only."""
+        n = self.r.scenario.output_tokens if output_tokens is None else output_tokens
+        if n is None or not np.any(np.asarray(n) > 0):
             return np.zeros(()), 1.0
+        n_arr = np.asarray(n, dtype=np.float64)
         chunk = np.minimum(context, float(PREFILL_CHUNK_TOKENS))
         half = np.maximum(context / 2.0, 1.0)
         with_chunk = total(self.verify(batch, 1.0 + chunk / batch, half, group))
         alone = total(self.verify(batch, 1.0, half, group))
         per_token = np.maximum(with_chunk - alone, 0.0) / chunk
         f = 1.0 if self.r.mechanism.draft_style == "lookup" else 1.0 + self.rho
-        return np.asarray(batch * context / n * per_token, dtype=np.float64), f
+        per_step = batch * context / np.maximum(n_arr, 1.0) * per_token
+        return np.asarray(np.where(n_arr > 0, per_step, 0.0), dtype=np.float64), f
 
     def acceptance(self, draft_len: npt.ArrayLike) -> ALResult:
         sc = self.r.scenario

@@ -54,8 +54,9 @@ def render_plan(scenario: Scenario, key: str = "export") -> None:
     st.markdown("#### Check it on your engine")
     st.caption("Benchmark runs that test this prediction on your own GPU: D = 0 and the "
                "recommended D at this batch and one step either side, each with the acceptance "
-               "length forced, so the run measures the step costs the explorer predicts. Read the "
-               "result files back on the Measured data page.")
+               "length forced, so the run measures the step costs the explorer predicts. The "
+               "expected figures are over the runs' whole requests (their prompts' prefill "
+               "included). Read the result files back on the Measured data page.")
     engine = st.selectbox("Engine", list(SERVING_ENGINES), key=f"{key}_bench_engine",
                           index=list(SERVING_ENGINES).index(scenario.engine),
                           format_func=engine_name)
@@ -134,6 +135,7 @@ def comparison_frame(c: BenchComparison) -> pd.DataFrame:
         rows.append({
             "engine": r.engine, "B": r.batch, "D": r.draft_len,
             "AL": None if r.acceptance_length is None else round(r.acceptance_length, 2),
+            "in / out tokens": f"{r.input_len:.0f} / {r.output_len:.0f}",
             "predicted tok/s": round(p.output_tokens_per_s),
             "80 % interval": f"{p.low:.0f}–{p.high:.0f}",
             "measured tok/s": round(m.output_tokens_per_s),
@@ -143,6 +145,7 @@ def comparison_frame(c: BenchComparison) -> pd.DataFrame:
             "measured TPOT (ms)": round(m.tpot_s * 1e3, 2),
             "predicted speedup": None if p.speedup is None else round(p.speedup, 2),
             "measured speedup": None if m.speedup is None else round(m.speedup, 2),
+            "lengths from": r.lengths_from,
             "file": r.file,
         })
     return pd.DataFrame(rows)
@@ -154,6 +157,7 @@ def backout_frame(b: BenchBackOut) -> pd.DataFrame:
         "measured step (ms)": (b.measured_s * 1e3).round(3),
         "model before (ms)": (b.predicted_before_s * 1e3).round(3),
         "model after (ms)": (b.predicted_after_s * 1e3).round(3),
+        "of which prefill (ms)": (b.prefill_after_s * 1e3).round(3),
     })
 
 

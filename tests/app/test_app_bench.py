@@ -50,7 +50,13 @@ def test_measured_data_page_takes_a_result_file_and_applies_the_step_terms():
     assert len(table) == len(files)
     assert set(table["B"]) == {8, 16, 32} and set(table["D"]) == {0, 5}
     assert {"predicted tok/s", "measured TPOT (ms)", "measured speedup"} <= set(table.columns)
+    # each run priced over whole requests of its own lengths, read from the file
+    assert set(table["in / out tokens"]) == {"8064 / 256"}
+    assert all(str(x).startswith("the file") for x in table["lengths from"])
     assert "MAPE" in _texts(at)
+    steps = next(d.value for d in at.dataframe if "of which prefill (ms)" in d.value.columns)
+    assert (steps["of which prefill (ms)"] > 0).all()
+    assert (steps["of which prefill (ms)"] < steps["measured step (ms)"]).all()
 
     assert "hw_overrides" not in at.session_state or at.session_state["hw_overrides"] is None
     at.button(key="bench_apply").click().run()

@@ -126,19 +126,68 @@ def test_the_plans_vllm_speculative_config_keys_are_fields_of_vllm_speculative_c
     assert methods == {"eagle3", "dflash", "draft_model", "ngram"}
 
 
-def test_expected_figures_are_the_models_step_at_the_forced_acceptance():
+def test_expected_figures_are_the_models_whole_request_steps_at_the_forced_acceptance():
+    """Each run is priced over whole requests of the client command's own lengths: the decode
+    step at the mean KV length input + output/2, plus the prefill the scenario path prices for
+    prompts of `input` tokens and N = `output` (AL·p·f with speculation)."""
     plan = bench_plan(SC)
-    sm = scenario_model(SC.model_copy(update={"mechanism": plan.mechanism}))
+    mech = SC.model_copy(update={"mechanism": plan.mechanism})
+    sm = scenario_model(mech)
+    isl, osl = plan.input_len, plan.output_len
+    # the scenario path: prompt = S = the run's input, N = its output
+    sm_n = scenario_model(mech.model_copy(update={"context": isl, "output_tokens": osl}))
     for r in plan.runs:
-        g = sm.grid(r.batch, r.draft_len)
+        assert (r.input_len, r.output_len) == (isl, osl)
+        client = shlex.split(r.client_command)  # the lengths the client asks for
+        assert client[client.index("--random-input-len") + 1] == str(isl)
+        assert client[client.index("--random-output-len") + 1] == str(osl)
+        g = sm.grid(r.batch, r.draft_len, context=isl + osl / 2)
+        p, f = sm_n.prefill_per_step(np.array([r.batch], float), np.array([float(isl)]),
+                                     np.array([sm.r.group]))
         if r.draft_len:
-            step = float(g.t_verif_spec_s + g.t_draft_s)
             al = r.forced_acceptance_length
             assert al is not None
+            step = float(g.t_verif_spec_s + g.t_draft_s) + al * float(p[0]) * f
         else:
-            step, al = float(g.t_verif_base_s), 1.0
+            al = 1.0
+            step = float(g.t_verif_base_s + p[0])
         assert r.expected_tpot_s == pytest.approx(step / al, rel=1e-12)
         assert r.expected_output_tokens_per_s == pytest.approx(r.batch * al / step, rel=1e-12)
+        # the prefill is there and large: 8064-token prompts per 256 outputs
+        decode_only = predict(mech, [r.batch], [r.draft_len], [al])
+        assert r.expected_output_tokens_per_s < 0.8 * decode_only.output_tokens_per_s[0]
+    # the plan says how much of a plain step the prefill is (8064 in / 256 out at B = 16)
+    b16 = next(r for r in plan.runs if r.batch == 16 and r.draft_len == 0)
+    share = 1.0 - float(predict(mech, [16], [0], [1.0]).tpot_s[0]) / b16.expected_tpot_s
+    assert share > 0.3
+    assert any(f"prefill is {share:.0%} of a plain step at B = 16" in n for n in plan.notes)
+    short = bench_plan(SC.model_copy(update={"context": 512}))  # 384 in / 256 out
+    assert not any("of a plain step" in n for n in short.notes)
+
+
+def test_long_prompts_predict_fewer_tokens_per_second_than_decode_steps_alone():
+    """Whole requests of long prompts: the prefill each step carries lowers the output tok/s
+    and raises the TPOT; the fewer output tokens per prompt, the more."""
+    b, d, al = [16, 16], [0, 5], [1.0, 2.58]
+    decode = predict(SC, b, d, al)
+    np.testing.assert_array_equal(decode.prefill_s, [0.0, 0.0])
+    long_ = predict(SC, b, d, al, input_len=8064, output_len=256)
+    longer = predict(SC, b, d, al, input_len=8064, output_len=64)
+    short = predict(SC, b, d, al, input_len=64, output_len=256)
+    for p in (long_, longer, short):
+        assert (p.prefill_s > 0).all()
+        np.testing.assert_allclose(p.tpot_s, p.step_s / np.asarray(al), rtol=1e-12)
+        np.testing.assert_allclose(p.output_tokens_per_s,
+                                   np.asarray(b) * np.asarray(al) / p.step_s, rtol=1e-12)
+    assert (longer.output_tokens_per_s < long_.output_tokens_per_s).all()
+    assert (long_.output_tokens_per_s < 0.8 * short.output_tokens_per_s).all()
+    # the speculative step carries AL times the plain step's prefill, and more (the drafter)
+    assert long_.prefill_s[1] / long_.prefill_s[0] >= 2.58
+    # so speculation gains less over whole requests than over decode steps
+    gain = long_.output_tokens_per_s[1] / long_.output_tokens_per_s[0]
+    assert gain < 0.9 * decode.output_tokens_per_s[1] / decode.output_tokens_per_s[0]
+    with pytest.raises(ValueError, match="input_len and output_len"):
+        predict(SC, b, d, al, input_len=8064, output_len=0)
 
 
 def test_ladder_and_lengths_follow_the_scenario():
@@ -162,14 +211,15 @@ def test_the_script_runs_every_plan_run_and_parses_as_bash(tmp_path: Path):
 # --- result files -----------------------------------------------------------------------------
 
 EXPECTED = {  # file → (format, engine, B, D, forced AL, tok/s, TPOT s), from the files' keys
-    "bench_vllm_b16_d5_al2.58.json": ("vllm_bench_serve", "vllm", 16, 5, 2.58, 1911.8, 8.21e-3),
-    "bench_vllm_b16_d0.json": ("vllm_bench_serve", "vllm", 16, 0, None, 1052.4, 14.87e-3),
-    "bench_sglang_b16_d5_al2.58.jsonl": ("sglang_bench_serving", "sglang", 16, 5, 2.58, 2010.5,
-                                         7.79e-3),
-    "bench_trtllm_b16_d5_al2.58.json": ("aiperf_profile_export", "trtllm", 16, 5, 2.58, 1987.0,
-                                        7.93e-3),
+    "bench_vllm_b16_d5_al2.58.json": ("vllm_bench_serve", "vllm", 16, 5, 2.58, 740.444,
+                                      21.1979e-3),
+    "bench_vllm_b16_d0.json": ("vllm_bench_serve", "vllm", 16, 0, None, 540.442, 28.9563e-3),
+    "bench_sglang_b16_d5_al2.58.jsonl": ("sglang_bench_serving", "sglang", 16, 5, 2.58, 738.402,
+                                         21.2104e-3),
+    "bench_trtllm_b16_d5_al2.58.json": ("aiperf_profile_export", "trtllm", 16, 5, 2.58, 782.039,
+                                        20.1485e-3),
     "bench_trtllm_b16_d5_al2.58.report.json": ("trtllm_bench_report", "trtllm", 16, 5, 2.58,
-                                               1975.9, 7.98e-3),
+                                               777.67, 20.2755e-3),
 }
 
 
@@ -198,6 +248,46 @@ def test_the_vllm_file_says_d_and_al_itself_without_the_plans_name():
     r = f.runs[0]
     assert (r.batch, r.draft_len, r.forced_acceptance_length) == (16, 5, None)
     assert r.measured_acceptance_length == pytest.approx(2.58)
+
+
+def test_each_format_gives_the_runs_mean_lengths_else_the_plans_are_used_and_said():
+    for path in BENCH_SAMPLES:
+        r = read_bench_path(path).runs[0]
+        assert (r.input_len, r.output_len) == (8064.0, 256.0), path.name
+        assert r.lengths_from
+    # SGLang: the totals over the completed requests, else the requested random lengths
+    line = json.loads((SAMPLES / "bench_sglang_b16_d0.jsonl").read_text().splitlines()[0])
+    line |= {"total_input_tokens": 128 * 3000, "random_input_len": 4000}
+    r = parse_bench_bytes("bench_sglang_b16_d0.jsonl", json.dumps(line).encode()).runs[0]
+    assert r.input_len == 3000 and r.lengths_from.startswith("total_input_tokens")
+    del line["total_input_tokens"]
+    r = parse_bench_bytes("bench_sglang_b16_d0.jsonl", json.dumps(line).encode()).runs[0]
+    assert (r.input_len, r.output_len) == (4000, 256)
+    assert r.lengths_from == "random_input_len / random_output_len"
+    # a vLLM file without the totals: priced at the plan's lengths, and the row says so
+    obj = json.loads((SAMPLES / "bench_vllm_b16_d0.json").read_bytes())
+    bare = {k: v for k, v in obj.items() if k not in ("total_input_tokens", "total_output_tokens")}
+    f_bare = parse_bench_bytes("bench_vllm_b16_d0.json", json.dumps(bare).encode())
+    assert f_bare.ok and f_bare.runs[0].input_len is None and f_bare.runs[0].context is None
+    # a run of shorter prompts and longer outputs: its own lengths priced
+    short = obj | {"total_input_tokens": 128 * 1000, "total_output_tokens": 128 * 512}
+    f_short = parse_bench_bytes("short.json", json.dumps(short).encode())
+    c = compare(SC, [f_bare, f_short])
+    plan = bench_plan(SC)
+    by_file = {x.file: x for x in c.rows}
+    planned, own = by_file["bench_vllm_b16_d0.json"], by_file["short.json"]
+    assert (planned.input_len, planned.output_len) == (plan.input_len, plan.output_len)
+    assert planned.lengths_from.startswith("the plan") and planned.context == 8192
+    assert (own.input_len, own.output_len, own.context) == (1000, 512, 1256)
+    assert own.lengths_from.startswith("the file (total_input_tokens")
+    assert any("bench_vllm_b16_d0.json" in n and "plan's" in n for n in c.notes)
+    sc = SC.model_copy(update={"mechanism": c.mechanism})
+    for row, (isl, osl) in ((planned, (8064, 256)), (own, (1000, 512))):
+        want = predict(sc, [16], [0], [1.0], input_len=isl, output_len=osl)
+        assert row.predicted.output_tokens_per_s == pytest.approx(
+            float(want.output_tokens_per_s[0]), rel=1e-12)
+    # a run of long prompts per output token predicts fewer tokens/s
+    assert own.predicted.output_tokens_per_s > 1.5 * planned.predicted.output_tokens_per_s
 
 
 @pytest.mark.parametrize("name, data, field", [
@@ -233,7 +323,7 @@ def test_bench_compare_reads_each_sample_into_predicted_and_measured_rows(capsys
         assert r["in_interval"] == (r["predicted"]["low"] <= r["measured"]["output_tokens_per_s"]
                                     <= r["predicted"]["high"])
     spec = next(r for r in rows if r["file"] == "bench_vllm_b16_d5_al2.58.json")
-    assert spec["measured"]["speedup"] == pytest.approx(1911.8 / 1052.4)
+    assert spec["measured"]["speedup"] == pytest.approx(740.444 / 540.442)
     assert set(result["back_out"]) == {"vllm", "sglang", "trtllm"}
 
 
@@ -262,15 +352,19 @@ def test_backed_out_terms_reproduce_their_fit_and_change_the_step_costs():
     ov = sc.hardware_overrides
     assert ov is not None and ov.step_overhead_s == bo.step_overhead_s
     assert ov.draft_cost_scale == bo.draft_cost_scale
-    before = scenario_model(SC.model_copy(update={"mechanism": c.mechanism}))
-    after = scenario_model(sc)
-    b, d = bo.batch, bo.draft_len
-    g0, g1 = before.grid(b, d), after.grid(b, d)
-    step0 = np.where(d > 0, g0.t_verif_spec_s + g0.t_draft_s, g0.t_verif_base_s)
-    step1 = np.where(d > 0, g1.t_verif_spec_s + g1.t_draft_s, g1.t_verif_base_s)
-    assert not np.allclose(step0, step1)
-    np.testing.assert_allclose(step1, bo.predicted_after_s, rtol=1e-12)
-    np.testing.assert_allclose(step0, bo.predicted_before_s, rtol=1e-12)
+    before = SC.model_copy(update={"mechanism": c.mechanism})
+    b, d, al = bo.batch, bo.draft_len, bo.acceptance_length
+    isl = [x.input_len for x in c.rows]
+    osl = [x.output_len for x in c.rows]
+    assert isl == [8064.0] * 6 and osl == [256.0] * 6  # the files' totals / completed
+    # the back-out's steps are the model's whole-request steps at the runs' own lengths
+    p0 = predict(before, b, d, al, input_len=isl, output_len=osl)
+    p1 = predict(sc, b, d, al, input_len=isl, output_len=osl)
+    assert not np.allclose(p0.step_s, p1.step_s)
+    np.testing.assert_allclose(p1.step_s, bo.predicted_after_s, rtol=1e-12)
+    np.testing.assert_allclose(p0.step_s, bo.predicted_before_s, rtol=1e-12)
+    np.testing.assert_allclose(p1.prefill_s, bo.prefill_after_s, rtol=1e-12)
+    np.testing.assert_allclose(p0.prefill_s, bo.prefill_before_s, rtol=1e-12)
 
 
 def test_fit_recovers_known_terms():
@@ -290,6 +384,74 @@ def test_fit_recovers_known_terms():
     assert bo.step_cost_per_token_s == pytest.approx(20e-6, rel=1e-6)
     assert bo.draft_cost_scale == pytest.approx(1.7, rel=1e-3)
     assert bo.mape_after == pytest.approx(0.0, abs=1e-6)
+    np.testing.assert_array_equal(bo.prefill_after_s, 0.0)  # decode steps only
+
+
+WHOLE = {"b": np.array([4.0, 8.0, 16.0, 32.0, 4.0, 8.0, 16.0, 32.0]),
+         "d": np.array([0.0, 0.0, 0.0, 0.0, 3.0, 3.0, 3.0, 3.0]),
+         "isl": np.array([4000.0, 2000.0, 8000.0, 1000.0, 3000.0, 6000.0, 500.0, 2500.0]),
+         "osl": np.array([256.0, 512.0, 128.0, 1024.0, 256.0, 128.0, 512.0, 200.0])}
+
+
+def whole_request_runs(truth):  # type: ignore[no-untyped-def]
+    """TPOTs of whole-request runs (their prompts' prefill in every step) made by the model
+    with the terms `truth` applied, the same way bench-plan prices a run."""
+    from explorer.specs.hardware import HardwareOverrides
+    sc = SC.model_copy(update={"hardware_overrides": HardwareOverrides(**truth, label="t")})
+    al = np.where(WHOLE["d"] > 0, 2.4, 1.0)
+    p = predict(sc, WHOLE["b"], WHOLE["d"], al, input_len=WHOLE["isl"],
+                output_len=WHOLE["osl"])
+    return al, p
+
+
+@pytest.mark.parametrize("truth", [
+    {"step_overhead_s": 2.5e-3, "step_cost_per_token_s": 20e-6, "verify_growth_scale": 1.0,
+     "draft_cost_scale": 1.7},
+    {"step_overhead_s": 1.2e-3, "step_cost_per_token_s": 5e-6, "verify_growth_scale": 1.6,
+     "draft_cost_scale": 0.6},
+])
+def test_fit_recovers_known_terms_from_whole_request_runs(truth):  # type: ignore[no-untyped-def]
+    """Runs whose steps carry their prompts' prefill (as bench-plan prices them): given the
+    runs' lengths, the back-out finds the terms again; told nothing of the prefill (decode steps
+    only, as before), it reads the prefill as step overhead and draft cost."""
+    from explorer.calibration.bench_backout import back_out_step_terms
+    al, p = whole_request_runs(truth)
+    assert (p.prefill_s / p.step_s > 0.05).all()  # the prefill is a real part of each step
+    sm = scenario_model(SC)
+    ctx = WHOLE["isl"] + WHOLE["osl"] / 2
+    bo = back_out_step_terms(sm, WHOLE["b"], WHOLE["d"], al, p.tpot_s,
+                             input_len=WHOLE["isl"], output_len=WHOLE["osl"])
+    assert bo.step_overhead_s == pytest.approx(truth["step_overhead_s"], rel=1e-6)
+    assert bo.step_cost_per_token_s == pytest.approx(truth["step_cost_per_token_s"], rel=1e-6)
+    assert bo.verify_growth_scale == pytest.approx(truth["verify_growth_scale"], rel=1e-6)
+    assert bo.draft_cost_scale == pytest.approx(truth["draft_cost_scale"], rel=1e-6)
+    assert bo.mape_after == pytest.approx(0.0, abs=1e-6)
+    np.testing.assert_allclose(bo.context, ctx)
+    np.testing.assert_allclose(bo.prefill_after_s, p.prefill_s, rtol=1e-9)
+    # the same runs read as decode steps only: the terms come out inflated by the prefill
+    naive = back_out_step_terms(sm, WHOLE["b"], WHOLE["d"], al, p.tpot_s, context=ctx)
+    assert naive.step_overhead_s > 2.0 * truth["step_overhead_s"]  # 2.9× and 4.6×
+    assert naive.mape_after > 30.0
+
+
+def test_whole_request_runs_at_one_batch_fall_back_to_the_alternating_fits():
+    """One batch cannot tell the per-token cost from the overhead, nor g from s: the two fits
+    alternate (the prefill ties them through g) and still find the terms that can be told."""
+    from explorer.calibration.bench_backout import back_out_step_terms
+    from explorer.specs.hardware import HardwareOverrides
+    truth = HardwareOverrides(step_overhead_s=2.5e-3, step_cost_per_token_s=0.0,
+                              verify_growth_scale=1.0, draft_cost_scale=1.7, label="t")
+    b, d, al = np.array([16.0, 16.0]), np.array([0.0, 5.0]), np.array([1.0, 2.58])
+    p = predict(SC.model_copy(update={"hardware_overrides": truth}), b, d, al,
+                input_len=8064, output_len=256)
+    bo = back_out_step_terms(scenario_model(SC), b, d, al, p.tpot_s, input_len=[8064, 8064],
+                             output_len=[256, 256])
+    assert bo.step_overhead_s == pytest.approx(2.5e-3, rel=1e-6)
+    assert bo.draft_cost_scale == pytest.approx(1.7, rel=1e-6)
+    assert (bo.step_cost_per_token_s, bo.verify_growth_scale) == (0.0, 1.0)
+    assert any("one batch only" in n for n in bo.notes)
+    assert not any("settled" in n for n in bo.notes)
+    np.testing.assert_allclose(bo.predicted_after_s, p.step_s, rtol=1e-9)
 
 
 def test_applied_terms_travel_with_the_saved_scenarios_link(tmp_path: Path):

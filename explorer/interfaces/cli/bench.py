@@ -93,10 +93,11 @@ def _backout_json(b: BenchBackOut) -> dict[str, Any]:
         "mape_before": b.mape_before, "mape_after": b.mape_after,
         "steps": [{"batch": int(x), "draft_len": int(d), "acceptance_length": float(a),
                    "measured_s": float(m), "model_before_s": float(p0),
-                   "model_after_s": float(p1)}
-                  for x, d, a, m, p0, p1 in zip(b.batch, b.draft_len, b.acceptance_length,
-                                                b.measured_s, b.predicted_before_s,
-                                                b.predicted_after_s, strict=True)],
+                   "model_after_s": float(p1), "prefill_after_s": float(pf)}
+                  for x, d, a, m, p0, p1, pf in zip(b.batch, b.draft_len, b.acceptance_length,
+                                                    b.measured_s, b.predicted_before_s,
+                                                    b.predicted_after_s, b.prefill_after_s,
+                                                    strict=True)],
         "notes": list(b.notes), "summary": b.summary,
     }
 
@@ -122,15 +123,16 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
         out["back_out"] = {e: _backout_json(b) for e, b in backouts.items()}
         print_json(out)
         return 0
-    print(f"{'engine':7} {'B':>4} {'D':>2} {'AL':>5}  {'tok/s pred [80%]':>24} {'meas':>8} "
-          f"{'err':>6}  {'TPOT ms p/m':>13}  {'speedup p/m':>11}  file")
+    print(f"{'engine':7} {'B':>4} {'D':>2} {'AL':>5} {'in/out':>11}  {'tok/s pred [80%]':>24} "
+          f"{'meas':>8} {'err':>6}  {'TPOT ms p/m':>13}  {'speedup p/m':>11}  file")
     for r in result.rows:
         p, m = r.predicted, r.measured
         sp = "—" if p.speedup is None or m.speedup is None else \
             f"{p.speedup:.2f}/{m.speedup:.2f}"
         al = "—" if r.acceptance_length is None else f"{r.acceptance_length:.2f}"
         flag = "" if r.in_interval else " !"
-        print(f"{r.engine:7} {r.batch:>4} {r.draft_len:>2} {al:>5}  "
+        io = f"{r.input_len:.0f}/{r.output_len:.0f}"
+        print(f"{r.engine:7} {r.batch:>4} {r.draft_len:>2} {al:>5} {io:>11}  "
               f"{p.output_tokens_per_s:>7.0f} [{p.low:>6.0f}–{p.high:<6.0f}] "
               f"{m.output_tokens_per_s:>8.0f} {(r.error['output_tokens_per_s'] or 0):>+6.1%}  "
               f"{p.tpot_s * 1e3:>6.2f}/{m.tpot_s * 1e3:<6.2f}  {sp:>11}  "
