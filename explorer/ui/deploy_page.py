@@ -264,12 +264,12 @@ def render(sc: Scenario | None) -> None:
     if sc is None:
         st.error("The sidebar's scenario cannot be evaluated: fix it on the Explorer page.")
         return
-    st.caption(md_text(
+    st.caption(
         f"Over whole requests of N = {sc.output_tokens:,} output tokens per prompt of each "
         "state's S tokens: every step also carries the prefill of the requests that replace "
         "finished ones (*Output tokens per request N*, Workload)." if sc.output_tokens else
         "Over decode steps only (*Output tokens per request N* at *decode only*: prompts "
-        "prefilled on other GPUs)."))
+        "prefilled on other GPUs).")
     profile = current_profile()
     given = str(st.session_state.get(PROFILE_KEY, SETTING_BY_KEY[PROFILE_KEY].default))
     problem = url_problem(given)
