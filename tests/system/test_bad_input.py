@@ -107,7 +107,7 @@ def test_app_with_a_hostile_link_keeps_serving():
     at.query_params["m"] = "' OR 1=1 --"
     at.query_params["mech"] = f"__import__('os').system('touch {CANARY}')"
     at.query_params["b"] = "[Log in](https://evil.example/x)"
-    at.query_params["v"] = "1"
+    at.query_params["v"] = "2"
     t0 = time.perf_counter()
     at.run()
     dt = time.perf_counter() - t0
