@@ -161,3 +161,28 @@ def test_the_recommendation_says_it_is_over_whole_requests() -> None:
     assert "speculation pays over whole requests (1,024-token prompts, 1,024 output tokens; " \
         "their prefill ×0.9" in text
     assert "whole requests" not in recommend(_sc(batch=64, output_tokens=None)).explanation
+
+
+def test_the_cli_takes_0_for_decode_steps_and_sweeps_over_output_tokens() -> None:
+    import io
+    from contextlib import redirect_stdout
+
+    import pandas as pd
+
+    from explorer.analysis.sweep import sweep
+    from explorer.interfaces.cli import main
+
+    df = sweep(_sc(batch=64), output_tokens=[None, 256, 1024])
+    assert list(df["output_tokens"]) == [0, 256, 1024]
+    decode, short, long_ = df["speedup"]
+    assert short < long_ < decode  # shorter requests: more prefill per output token
+    assert decode == pytest.approx(float(evaluate(_sc(batch=64, output_tokens=None)).speedup))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["sweep", "--model", "llama-3.1-8b", "--hardware", "h100", "--tp", "1",
+                     "--context", "1024", "--batch", "64", "--draft-len", "3",
+                     "--output-tokens", "0,1024"])
+    assert code == 0
+    rows = pd.read_csv(io.StringIO(out.getvalue()))
+    assert list(rows["output_tokens"]) == [0, 1024]
+    assert rows["speedup"].iloc[0] == pytest.approx(decode)
