@@ -30,8 +30,8 @@ from benchmarks.bench_browser import ARGS, CHROMIUM, PAINT_JS, pct, slider_serie
 from tests.support.server import free_port, start_server, stop_server  # noqa: E402
 
 PAGES = ("explorer", "data", "sources", "compare", "codesign", "deploy")
-# The Explorer is the default page: its address is the app's root ("/explorer" is not a page:
-# Streamlit runs the default page under a "Page not found" dialog there).
+# The Explorer is the default page: its address is the app's root (`/explorer` opens it too, as
+# a page of its own out of the menu: app.py). The root is what a person opens and links.
 PATHS = {"explorer": ""}
 ROUNDS = 3  # alternations per measurement (medians)
 GOALS = {"page": 1.3, "first_visit": 1.10, "returning": 1.15, "slider_p95_s": 0.300}
