@@ -69,10 +69,16 @@ def deployment() -> None:
     deploy_page.render(scenario_now())
 
 
+# The Explorer is the default page, at the app's root. `/explorer`, which people type (and the
+# page was once linked as), opens it too: a page of its own, not in the menu; without one
+# Streamlit shows the default page under a "Page not found" dialog there.
 explorer_home = st.Page(explorer, title="Explorer", icon=":material/bolt:",
-                        url_path="explorer", default=True)
+                        url_path="home", default=True)
+explorer_alias = st.Page(explorer, title="Explorer", icon=":material/bolt:",
+                         url_path="explorer", visibility="hidden")
 page = st.navigation([
     explorer_home,
+    explorer_alias,
     st.Page(data, title="Measured data", icon=":material/upload_file:", url_path="data"),
     st.Page(sources, title="Presets & sources", icon=":material/menu_book:", url_path="sources"),
     st.Page(compare, title="Compare", icon=":material/compare:", url_path="compare"),
@@ -84,7 +90,7 @@ page = st.navigation([
 # values the sidebar is about to take; after a run where it took others, in order (render).
 early = None
 again = bool(st.session_state.pop(explorer_page.EARLY_MISS, False))
-if page is explorer_home and not again:
+if page in (explorer_home, explorer_alias) and not again:
     early = explorer_page.render_first(controls.predicted_values(), uploaded_curve(),
                                        state.hardware_overrides())
 values = controls.sidebar(again)

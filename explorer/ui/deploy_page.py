@@ -37,7 +37,7 @@ from explorer.specs.scenario import Scenario
 from explorer.specs.settings import SETTING_BY_KEY
 from explorer.ui import deploy_figures as fig
 from explorer.ui import state
-from explorer.ui.text import md_text
+from explorer.ui.text import md_table, md_text
 
 PROFILE_KEY = "dp"
 ERROR_KEY = "_dp_error"
@@ -217,6 +217,10 @@ def _form(profile: DeploymentProfile, uploads: dict[str, AcceptanceCurve], curve
         st.error(md_text(st.session_state[ERROR_KEY]), icon=":material/error:")
 
 
+def _cell(v: Any) -> str:
+    return f"{v:,.1f}" if isinstance(v, float) else str(v)
+
+
 def policy_table(result: DeployResult) -> pd.DataFrame:
     return pd.DataFrame([{
         "policy": p.name,
@@ -298,9 +302,9 @@ def render(sc: Scenario | None) -> None:
     c[2].metric("Gap to oracle", f"{best.gap_to_oracle:.1%}")
     st.caption(md_text("Why this policy: the simplest within 2 % of the fastest an engine runs "
                        "— " + simplest_within(result, EXPRESSIBLE)[1]))
-    # six rows: a static table, not a data grid (whose library, loaded per page like plotly's,
-    # would be a second download and parse before the page is drawn)
-    st.table(policy_table(result).style.format(precision=1, thousands=","), hide_index=True)
+    # six rows: one Markdown table (text.md_table), not a data grid (whose library, loaded per
+    # page like plotly's, would be a second download and parse before the page is drawn)
+    st.markdown(md_table(policy_table(result), _cell))
     st.caption("p50 / p90 per user: the speed that 50 % / 90 % of user-time gets at least "
                "(1 / the 50th / 90th percentile of time per output token; each state weighted "
                "by its share of time × B). Gap: 1 − tokens/s per GPU / the oracle's. "

@@ -91,10 +91,11 @@ def speedup_heatmap(s: Surface, current: tuple[float, float] | None, title: str)
         customdata=np.broadcast_to(bx.astype(np.int32), z.shape),
         hovertemplate="B=%{customdata}<br>D=%{y}<br>speedup %{z:.2f}×<extra></extra>",
     ))
-    fig.add_trace(go.Contour(
-        x=x_idx, y=_f32(s.y), z=_f32(z), contours={"start": 1, "end": 1, "coloring": "none",
-                                                   "showlabels": True},
-        line={"color": "black", "width": 2, "dash": "dash"}, showscale=False,
+    # Where speculation stops paying: the cells' own edges, computed here (a contour trace is
+    # traced and labelled by plotly.js in the browser: a quarter of this chart's first draw).
+    ex, ey = break_even_edges(z, s.y)
+    fig.add_trace(go.Scatter(
+        x=ex, y=ey, mode="lines", line={"color": "black", "width": 2, "dash": "dash"},
         name="speedup = 1", hoverinfo="skip", showlegend=True,
     ))
     fig.add_trace(go.Scatter(
@@ -120,6 +121,48 @@ def speedup_heatmap(s: Surface, current: tuple[float, float] | None, title: str)
         yaxis={"title": s.y_label}, **_LAYOUT,
     )
     return fig
+
+
+def break_even_edges(z: np.ndarray, y: np.ndarray) -> tuple[list[float | None],
+                                                             list[float | None]]:
+    """The line between the cells where speculation pays (speedup > 1) and those where it does
+    not, along the cells' edges: (x, y) with None between runs, x in column indices (the heatmap's
+    x), y in D. Only D ≥ 1 is judged (D = 0 is plain decoding, 1× by definition); a cell that
+    does not fit in memory (NaN) borders nothing."""
+    rows = np.nonzero(y >= 1)[0]
+    if len(rows) == 0:
+        return [], []
+    zz, yy = z[rows], np.asarray(y, dtype=float)[rows]
+    pays, known = zz > 1.0, np.isfinite(zz)
+    # cell edges in D: halfway between neighbours, half a step beyond the ends
+    half = np.diff(yy) / 2 if len(yy) > 1 else np.array([0.5])
+    lo = np.concatenate([[yy[0] - half[0]], yy[1:] - half])
+    hi = np.concatenate([yy[:-1] + half, [yy[-1] + half[-1]]])
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+
+    def runs(flags: np.ndarray) -> list[tuple[int, int]]:
+        idx = np.nonzero(flags)[0]
+        if len(idx) == 0:
+            return []
+        breaks = np.nonzero(np.diff(idx) > 1)[0]
+        starts = np.concatenate([[idx[0]], idx[breaks + 1]])
+        ends = np.concatenate([idx[breaks], [idx[-1]]])
+        return list(zip(starts.tolist(), ends.tolist(), strict=True))
+
+    # vertical edges, between columns c and c + 1, merged over consecutive rows
+    for c in range(zz.shape[1] - 1):
+        flip = (pays[:, c] != pays[:, c + 1]) & known[:, c] & known[:, c + 1]
+        for a, b in runs(flip):
+            xs += [c + 0.5, c + 0.5, None]
+            ys += [float(lo[a]), float(hi[b]), None]
+    # horizontal edges, between rows r and r + 1, merged over consecutive columns
+    for r in range(zz.shape[0] - 1):
+        flip = (pays[r] != pays[r + 1]) & known[r] & known[r + 1]
+        for a, b in runs(flip):
+            xs += [a - 0.5, b + 0.5, None]
+            ys += [float(hi[r]), float(hi[r]), None]
+    return xs, ys
 
 
 def index_ticks(n: int, most: int = 9) -> list[int]:

@@ -34,6 +34,7 @@ LOADED_VIEW = "_share_view"  # the view values it set (to tell when the user cha
 OPEN_ERROR = "_share_open_error"
 OPEN_WARNINGS = "_share_open_warnings"
 SAVE_RESULT = "_share_save_result"
+SAVE_OPEN_KEY = "share_open"  # the Save & share expander's state (open: its form is drawn)
 
 
 def loaded() -> StoredScenario | None:
@@ -141,8 +142,13 @@ def _save(values: dict[str, Any], scenario: Callable[[], Scenario | None]) -> No
 def save_panel(values: dict[str, Any], scenario: Callable[[], Scenario | None]) -> None:
     """Sidebar: name + description → a new saved scenario and its short link."""
     damage = default_store().damage
-    with st.sidebar.expander("Save & share", icon=":material/share:",
-                             expanded=bool(st.session_state.get(SAVE_RESULT) or damage)):
+    # Drawn when opened (an expander that reruns on open): its form, two text fields and a
+    # button are the sidebar's only ones, and would be drawn on every first paint for the
+    # few who save. A damaged store opens it, to say so.
+    with st.sidebar.expander("Save & share", icon=":material/share:", expanded=bool(damage),
+                             key=SAVE_OPEN_KEY, on_change="rerun") as panel:
+        if not panel.open:
+            return
         st.caption("Saves the whole scenario with its uploaded data; the link opens it "
                    "anywhere, any day. Saved scenarios never change.")
         if damage and not st.session_state.get(SAVE_RESULT):  # a failed save says it itself

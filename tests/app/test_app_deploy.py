@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from explorer.analysis.deploy import POLICY_NAMES, deploy
@@ -12,9 +14,20 @@ from explorer.ui.deploy_page import EDITOR_OPEN_KEY, INVERSE_OPEN_KEY
 from tests.support.apptest import goto, open_section, run_app
 
 
+def _cell(text: str) -> object:
+    text = re.sub(r"\\(.)", r"\1", text.strip())  # shown literally: Markdown escapes
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return text
+
+
 def policy_rows(at) -> dict[str, dict[str, object]]:
-    df = next(d for d in at.table if "policy" in d.value.columns).value
-    return {str(r["policy"]): dict(r) for _, r in df.iterrows()}
+    """The policy table as shown: one Markdown table (a row per policy)."""
+    table = next(m.value for m in at.markdown if m.value.startswith("| policy |"))
+    head, _, *rows = [[_cell(c) for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+                      for line in table.splitlines()]
+    return {str(r[0]): dict(zip(head, r, strict=True)) for r in rows}
 
 
 def test_page_agrees_with_deploy_for_the_default() -> None:

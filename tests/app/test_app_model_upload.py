@@ -17,6 +17,7 @@ from explorer.specs.architecture import DrafterSpec, ModelSpec
 from explorer.specs.compact import pack, unpack
 from explorer.specs.scenario import Scenario
 from explorer.ui import codesign_page
+from explorer.ui.share import SAVE_OPEN_KEY
 from tests.support.apptest import goto, open_section, run_app
 
 pytestmark = [pytest.mark.usefixtures("data_dir"), pytest.mark.slow]
@@ -56,6 +57,7 @@ def test_a_pasted_config_is_the_target_and_travels_in_the_saved_link():
     assert metric(at, "Speedup") != f"{evaluate(Scenario(tp=2)).speedup:.2f}×"
     assert any("your config.json" in plain(i.value) for i in at.sidebar.info)
 
+    open_section(at, SAVE_OPEN_KEY)  # Save & share's form is drawn when opened
     at.text_input(key="share_name").input("my Qwen3-32B")
     at.button(key="share_save").click().run()
     sid = next(c.value for c in at.sidebar.code).removeprefix("?s=")

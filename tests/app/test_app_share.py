@@ -17,7 +17,8 @@ from explorer.interfaces.view_state import view_of_scenario
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve, StepTimings
 from explorer.specs.scenario import Acceptance, Scenario
-from tests.support.apptest import goto, run_app
+from explorer.ui.share import SAVE_OPEN_KEY
+from tests.support.apptest import goto, open_section, run_app
 from tests.support.tamper import TAMPER_BY_NAME, corrupt_sqlite, tamper
 
 CURVE = AcceptanceCurve(label="mine.csv: eagle3 on llama-70b, chat", draft_lens=(1, 2, 3, 5, 7),
@@ -101,6 +102,7 @@ def test_a_bad_or_unknown_id_is_explained_and_the_explorer_works(sid: str, needl
 
 
 def save_from_sidebar(at: AppTest, name: str, description: str = "") -> AppTest:
+    open_section(at, SAVE_OPEN_KEY)  # its form is drawn when opened
     at.text_input(key="share_name").input(name)
     at.text_area(key="share_description").input(description)
     at.button(key="share_save").click().run()

@@ -30,6 +30,7 @@ class Run:
     status: int  # ForwardMsg.ScriptFinishedStatus; 0 = finished successfully
     elements: list[Element] = field(default_factory=list)
     paths: list[tuple[int, ...]] = field(default_factory=list)  # each element's delta path
+    page_not_found: bool = False  # Streamlit ran the default page under its "Page not found"
 
     def of_type(self, kind: str) -> list[Any]:
         return [getattr(e, kind) for e in self.elements if e.WhichOneof("type") == kind]
@@ -73,10 +74,12 @@ class StSession:
         state.double_array_value.data.append(value)
         self.widget_states[state.id] = state
 
-    def rerun(self, query: str = "") -> Run:
-        """Send a rerun with ``query`` and the widget values set so far; wait for its end."""
+    def rerun(self, query: str = "", page: str = "") -> Run:
+        """Send a rerun with ``query`` and the widget values set so far, of the page at the URL
+        path ``page`` ("": the root, the default page); wait for its end."""
         msg = BackMsg()
         msg.rerun_script.query_string = query
+        msg.rerun_script.page_name = page
         msg.rerun_script.widget_states.widgets.extend(self.widget_states.values())
         t0 = time.perf_counter()
         self.ws.send(msg.SerializeToString())
@@ -96,6 +99,8 @@ class StSession:
                 wid = getattr(widget, "id", "")
                 if isinstance(wid, str) and wid.startswith("$$ID-") and wid.count("-") >= 2:
                     self.widget_ids[wid.split("-", 2)[2]] = wid
+            elif kind == "page_not_found":
+                run.page_not_found = True
             elif kind == "script_finished":
                 if fm.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                     run.elements.clear()  # a newer run follows

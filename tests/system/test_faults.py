@@ -37,6 +37,8 @@ from explorer.interfaces.store import ScenarioStore, StoreError, reset_default_s
 from explorer.interfaces.store_schema import scenarios
 from explorer.specs.measured import AcceptanceCurve, StepTimings
 from explorer.specs.scenario import Acceptance
+from explorer.ui.share import SAVE_OPEN_KEY
+from tests.support.apptest import open_section
 from tests.support.paths import ROOT
 from tests.support.postgres import postgres_url
 from tests.support.server import free_port, log_problems, start_server, stop_server, wait_healthy
@@ -163,6 +165,7 @@ def _app(url: str, monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:
 
 
 def _save(at: AppTest, name: str) -> tuple[str | None, str]:
+    open_section(at, SAVE_OPEN_KEY)  # its form is drawn when opened
     at.text_input(key="share_name").input(name)
     at.button(key="share_save").click().run()
     assert not at.exception, [e.value for e in at.exception]

@@ -47,6 +47,43 @@ def test_heatmap_payload_is_compact_and_marks_the_current_point():
     assert list(marker.y) == [7.0]
 
 
+def _segments(xs: list[float | None], ys: list[float | None]) -> set[tuple[float, ...]]:
+    pts = list(zip(xs, ys, strict=True))
+    return {(a[0], a[1], b[0], b[1]) for a, b in zip(pts[::3], pts[1::3], strict=True)}
+
+
+def test_break_even_line_follows_the_cells_edges_between_paying_and_not():
+    # D = 0 is 1x (never judged); NaN: does not fit (borders nothing)
+    z = np.array([[1.0, 1.0, 1.0],
+                  [1.5, 1.2, 0.9],
+                  [1.3, 0.8, 0.7],
+                  [0.9, np.nan, 0.6]])
+    xs, ys = figures.break_even_edges(z, np.array([0.0, 1.0, 2.0, 3.0]))
+    assert xs[2::3] == [None] * (len(xs) // 3) and ys[2::3] == [None] * (len(ys) // 3)
+    assert _segments(xs, ys) == {
+        (0.5, 1.5, 0.5, 2.5),  # D=2: B index 0 pays, 1 does not
+        (1.5, 0.5, 1.5, 1.5),  # D=1: B index 1 pays, 2 does not
+        (0.5, 1.5, 1.5, 1.5),  # B index 1: D=1 pays, D=2 does not
+        (-0.5, 2.5, 0.5, 2.5),  # B index 0: D=2 pays, D=3 does not
+    }
+    # a run of rows (or columns) is one segment
+    xs, ys = figures.break_even_edges(np.array([[1.0, 1.0], [2.0, 0.5], [2.0, 0.5]]),
+                                      np.array([0.0, 1.0, 2.0]))
+    assert _segments(xs, ys) == {(0.5, 0.5, 0.5, 2.5)}
+    assert figures.break_even_edges(np.ones((1, 3)), np.array([0.0])) == ([], [])
+
+
+def test_the_heatmap_draws_its_break_even_line_as_computed():
+    sc = Scenario()
+    s = speedup_surface(sc)
+    fig = figures.speedup_heatmap(s, None, "t")
+    line = next(t for t in fig.data if t.name == "speedup = 1")
+    assert line.type == "scatter" and line.showlegend  # no contour for plotly.js to trace
+    xs, ys = figures.break_even_edges(s.z, s.y)
+    assert list(line.x) == xs and list(line.y) == ys and len(xs) > 0
+    assert not any(t.type == "contour" for t in fig.data)
+
+
 def test_al_series_hold_their_curve_or_model_result():
     from explorer.analysis.views import al_curves
     from explorer.model.acceptance_source import ALResult
