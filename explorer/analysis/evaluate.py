@@ -13,7 +13,7 @@ from explorer.analysis.table_sanity import TableFlag, table_flags
 from explorer.analysis.uncertainty import speedup_interval, timing_note
 from explorer.model.grid import ScenarioModel, scenario_model
 from explorer.model.layers import COMPONENTS, Breakdown
-from explorer.specs.scenario import Scenario
+from explorer.specs.scenario import DEFAULT_OUTPUT_TOKENS, Scenario
 
 
 class Evaluation(BaseModel):
@@ -97,13 +97,7 @@ def sources_of(model: ScenarioModel, al_source: str) -> dict[str, str]:
     }
 
 
-# The output length the Explorer quotes a whole-request speedup at when the scenario prices decode
-# steps only: the default's (explorer/specs/settings.py says why), a reference for how much a
-# serving run's prefill dilutes the headline, not a claim about the user's workload.
-REFERENCE_OUTPUT_TOKENS: int = Scenario.model_fields["output_tokens"].default
-
-
-def whole_request_speedup(scenario: Scenario, output_tokens: int = REFERENCE_OUTPUT_TOKENS
+def whole_request_speedup(scenario: Scenario, output_tokens: int = DEFAULT_OUTPUT_TOKENS
                           ) -> float | None:
     """The scenario's speedup over whole requests of `output_tokens` (prompt S), at its B, D."""
     sc = scenario.model_copy(update={"output_tokens": output_tokens})

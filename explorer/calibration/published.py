@@ -13,7 +13,7 @@ import pandas as pd
 from explorer.base.mechanisms import mechanism_of_published
 from explorer.presets import DATA_DIR, hardware_presets, mechanism_presets, model_presets
 from explorer.specs.engine import VLLM, engine_in_text
-from explorer.specs.scenario import Acceptance, Scenario
+from explorer.specs.scenario import DEFAULT_OUTPUT_TOKENS, Acceptance, Scenario
 
 # Assumption: published end-to-end runs without a stated context are short chat prompts.
 ASSUMED_CONTEXT = 1024
@@ -22,7 +22,6 @@ ASSUMED_CONTEXT = 1024
 # at its prompt length; the others as whole requests of ASSUMED_CONTEXT prompt tokens and the
 # explorer's default output length (what a user who knows no more is told).
 REQUEST_LENGTHS = DATA_DIR / "request_lengths.csv"
-DEFAULT_OUTPUT_TOKENS: int | None = Scenario.model_fields["output_tokens"].default
 
 
 # GPU names as the reference writes them → hardware preset; longest prefix first.

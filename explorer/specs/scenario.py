@@ -101,5 +101,11 @@ class Scenario(BaseModel):
         return self.verify_width if self.verify_width is not None else 1 + self.draft_len
 
 
+# The default output tokens per request N, from its declaration (explorer/specs/settings.py says
+# why 1,024): what a published run of unknown lengths is priced at, and the reference length the
+# Explorer quotes a whole-request speedup at when the scenario prices decode steps only.
+DEFAULT_OUTPUT_TOKENS: int = Scenario.model_fields["output_tokens"].default
+
+
 def scenario_json_schema() -> str:
     return json.dumps(Scenario.model_json_schema(), indent=2)

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from explorer.analysis.evaluate import REFERENCE_OUTPUT_TOKENS, Evaluation, whole_request_speedup
+from explorer.analysis.evaluate import Evaluation, whole_request_speedup
 from explorer.analysis.fallbacks import with_fallbacks
 from explorer.analysis.frontier import break_even_text
 from explorer.analysis.recommend import RankedOption, Recommendation
@@ -23,7 +23,7 @@ from explorer.model.grid import PREFILL_CHUNK_TOKENS
 from explorer.presets import mechanism_presets
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
-from explorer.specs.scenario import Scenario
+from explorer.specs.scenario import DEFAULT_OUTPUT_TOKENS, Scenario
 from explorer.ui import explorer_charts as charts
 from explorer.ui import export_panel, state
 from explorer.ui.text import md_text
@@ -66,7 +66,7 @@ def prefill_note(ev: Evaluation, sc: Scenario) -> str:
     give at a reference output length), or whole requests."""
     if not ev.output_tokens:
         ref = whole_request_speedup(sc)
-        at = (f": with {REFERENCE_OUTPUT_TOKENS:,} output tokens per {sc.context:,}-token "
+        at = (f": with {DEFAULT_OUTPUT_TOKENS:,} output tokens per {sc.context:,}-token "
               f"prompt it is {ref:.2f}×" if ref is not None else "")
         return ("Decode steps only (the article's ratio; right where prompts are prefilled on "
                 "other GPUs). A serving run that prefills on the same GPUs prefills each "
