@@ -16,6 +16,7 @@ from explorer.ui import (
     data_page,
     deploy_page,
     explorer_page,
+    first_paint,
     model_upload,
     share,
     sources_page,
@@ -90,10 +91,18 @@ page = st.navigation([
 # values the sidebar is about to take; after a run where it took others, in order (render).
 early = None
 again = bool(st.session_state.pop(explorer_page.EARLY_MISS, False))
-if page in (explorer_home, explorer_alias) and not again:
+on_explorer = page in (explorer_home, explorer_alias)
+# A session's first Explorer run in a browser leaves the controls for the run its first chart,
+# once drawn, asks for (explorer/ui/first_paint.py: measured, they delay the chart 1.4×).
+first = first_paint.begin(on_explorer and not again)
+if on_explorer and not again:
     early = explorer_page.render_first(controls.predicted_values(), uploaded_curve(),
                                        state.hardware_overrides())
-values = controls.sidebar(again)
+if first and early is not None:
+    values = early.values
+    first_paint.report_when_drawn()
+else:
+    values = controls.sidebar(again)
 # A write sends the whole query string as this run read it. While a session's first runs
 # settle the link (values that fell back removed) that is the point; later, after quick key
 # presses, it is older than the browser's and set the URL back (page D=8, URL d=7): then the
@@ -101,8 +110,9 @@ values = controls.sidebar(again)
 URL_SETTLED = "_url_settled"
 if st.query_params.get(VERSION_KEY) != URL_VERSION or not st.session_state.get(URL_SETTLED):
     st.query_params[VERSION_KEY] = URL_VERSION
-model_upload.sidebar_note()  # a model from its config.json replaces the preset (Measured data)
-share.save_panel(values, scenario_now)
+if not first:
+    model_upload.sidebar_note()  # a model from its config.json replaces the preset (Measured data)
+    share.save_panel(values, scenario_now)
 page.run()
 if controls.RESETS_KEY not in st.session_state:
     st.session_state[URL_SETTLED] = True

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from explorer import Scenario, evaluate  # noqa: E402
 from tests.support.server import free_port, memory_mib, start_server, stop_server  # noqa: E402
-from tests.support.st_client import IDLE, StSession  # noqa: E402
+from tests.support.st_client import StSession, settle  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -89,7 +89,7 @@ def slider_series(browser: Any, url: str) -> tuple[list[float], list[int], str]:
             0, received[0] + len(payload)))
     page.on("websocket", on_ws)
     page.goto(url, timeout=120_000)
-    page.wait_for_selector(IDLE, state="attached", timeout=120_000)
+    settle(page, 120_000)  # the first paint's runs too (explorer/ui/first_paint.py)
     page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=120_000)
     page.wait_for_timeout(500)
     slider = page.get_by_role("slider", name="Draft length D")

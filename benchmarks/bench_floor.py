@@ -48,6 +48,11 @@ SETTLED_JS = """() => {
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
     if (document.querySelector("[data-testid='stStatusWidget']")) return false;
     if (!document.querySelector("[data-testid='stMainBlockContainer'] h1")) return false;
+    // a session's first paint is not settled: its controls come in the run the first chart's
+    // report starts (explorer/ui/first_paint.py), where its note is now
+    const sidebar = "[data-testid='stSidebar'] [data-testid='stCaptionContainer']";
+    const notes = document.querySelectorAll(sidebar);
+    if ([...notes].some(n => n.textContent.includes('Loading the controls'))) return false;
     // a lazily loaded element (plotly.js, per page) is a skeleton until its library is loaded
     const main = document.querySelector("[data-testid='stMainBlockContainer']");
     if (main.querySelector("[data-testid='stSkeleton']")) return false;

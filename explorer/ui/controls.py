@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from explorer.interfaces import view_state as us
 from explorer.presets import hardware_presets, model_presets, sample_curves
@@ -17,7 +18,11 @@ from explorer.ui.text import md_text
 
 WARNINGS_KEY = "_url_warnings"
 RESETS_KEY = "_url_resets"  # link values that fell back, set again on the second run
-HIDDEN_UNLESS_APPLICABLE = {"dm"}
+DRAWN_KEY = "_sidebar_drawn"  # the widgets exist (not before a first paint's report: first_paint)
+# Drawn only where they apply (a draft model for the external mechanism, α for the i.i.d. AL
+# source, a sample curve for that source): a disabled widget costs as much to draw as a live one.
+HIDDEN_UNLESS_APPLICABLE = {"dm", "a", "curve"}
+OVERRIDES_OPEN_KEY = "overrides_open"  # the preset overrides' expander (open: its widgets drawn)
 # What the sidebar said when it changed a choice the others rule out: said again in the run
 # that follows (the Explorer lays its page out again where the sidebar changed a value it had
 # drawn for, explorer_page.render), where the choice is already changed.
@@ -26,7 +31,8 @@ FALLBACK_NOTES = "_sidebar_fallback_notes"  # a draft model only matters for the
 
 def check_url_once() -> None:
     """Validate the link on the session's first run; bad parameters fall back to defaults."""
-    resets = st.session_state.pop(RESETS_KEY, None)
+    # the resets are for the run after the widgets' first (a first paint draws none)
+    resets = st.session_state.pop(RESETS_KEY, None) if st.session_state.get(DRAWN_KEY) else None
     if resets:
         st.session_state.update(resets)
         return
@@ -124,8 +130,9 @@ def link(s: Setting, value: Any) -> None:
         st.query_params[s.key] = text
 
 
-def _widget(s: Setting, v: dict[str, Any], carried: dict[str, str]) -> Any:
-    sb = st.sidebar
+def _widget(s: Setting, v: dict[str, Any], carried: dict[str, str],
+            sb: DeltaGenerator) -> Any:
+    """The setting's widget in `sb` (the sidebar, or a section of it)."""
     # A bound widget writes its *displayed* option into the URL: its options are the raw values.
     # Preset choices are shown by name instead, and linked by slug here (`link`).
     named = us.shown_by_name(s)
@@ -212,6 +219,8 @@ def sidebar(again: bool = False) -> dict[str, Any]:
     sb = st.sidebar
     section = None
     last_override = [s.key for s in SETTINGS if s.overrides_preset][-1:]
+    overrides: DeltaGenerator | None = None  # the preset overrides' expander, where open
+    asked = False  # whether that expander is drawn yet
     for s in SETTINGS:
         if s.page is not None:
             v[s.key] = page_setting(s)
@@ -226,19 +235,42 @@ def sidebar(again: bool = False) -> dict[str, Any]:
             if us.shown_by_name(s):  # not shown: out of the link, as a bound widget's value goes
                 link(s, s.default)
             continue
-        v[s.key] = _widget(s, v, carried)
+        where = sb
+        if s.overrides_preset:
+            if not asked:
+                overrides, asked = _overrides_box(), True
+            if overrides is None:  # closed: the preset's own numbers
+                v[s.key] = s.default
+                continue
+            where = overrides
+        v[s.key] = _widget(s, v, carried, where)
         caption = _caption(s, v[s.key])
         if caption:
-            sb.caption(caption)
+            where.caption(caption)
         if [s.key] == last_override:  # after the overrides, how to undo them
-            _overrides_note(v)
+            _overrides_note(v, where)
+    st.session_state[DRAWN_KEY] = True
     if RESETS_KEY in st.session_state:  # the link set a widget the view rejected: again
         st.rerun()
     return v
 
 
-def _overrides_note(v: dict[str, Any]) -> None:
+def _overrides_box() -> DeltaGenerator | None:
+    """The preset overrides (G, L_target, ρ), in an expander drawn when opened: three sliders
+    few move, that every page would draw on every run. A link, a saved scenario or a move that
+    overrides one keeps it open (its widgets show what the page prices)."""
+    predicted = predicted_values()
+    overridden = any(predicted[s.key] != s.default for s in SETTINGS if s.overrides_preset)
+    symbols = ", ".join(s.symbol for s in SETTINGS if s.overrides_preset)
+    if overridden:  # in the session, not `expanded=`: a changed argument is a new widget
+        st.session_state[OVERRIDES_OPEN_KEY] = True
+    box = st.sidebar.expander(f"Override the preset: {symbols}", key=OVERRIDES_OPEN_KEY,
+                              on_change="rerun")
+    return box if box.open else None
+
+
+def _overrides_note(v: dict[str, Any], where: DeltaGenerator) -> None:
     overridden = [s.symbol for s in SETTINGS if s.overrides_preset and v[s.key] != s.default]
     if overridden:
-        st.sidebar.info(f"Override of the preset: {', '.join(overridden)}")
-        st.sidebar.button("Reset to preset", on_click=reset_overrides, key="reset_overrides")
+        where.info(f"Override of the preset: {', '.join(overridden)}")
+        where.button("Reset to preset", on_click=reset_overrides, key="reset_overrides")

@@ -25,7 +25,7 @@ from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import DEFAULT_OUTPUT_TOKENS, Scenario
 from explorer.ui import explorer_charts as charts
-from explorer.ui import export_panel, state
+from explorer.ui import export_panel, first_paint, state
 from explorer.ui.text import md_text
 
 
@@ -267,6 +267,8 @@ def _view_to_url() -> None:
 
 
 def _chart(js: charts.Key, name: str, options: charts.Options = (), marked: bool = True) -> None:
+    if not first_paint.draws_chart():  # what is below the first chart comes in the next run
+        return
     fig = (charts.chart if marked else charts.unmarked)(js, name, options)
     if fig is not None:
         st.plotly_chart(fig, width="stretch", key=f"fig_{name}")
@@ -289,7 +291,8 @@ def _surface_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[]
         st.caption(f"Current point: B = {sc.batch}, D = {sc.draft_len}, {g} — "
                    f"speedup {_fmt(ev.speedup, '.2f', '×')}.")
     _chart(js, "speedup_heatmap", marked=mark)
-    _surface_3d(js)
+    if not first_paint.now():  # below the first chart: the next run draws it
+        _surface_3d(js)
     _chart(js, "group_heatmap", marked=mark)
 
 

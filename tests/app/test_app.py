@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import Scenario, evaluate
 from explorer.interfaces import view_state as us
-from tests.support.apptest import run_app
+from explorer.ui.controls import OVERRIDES_OPEN_KEY
+from tests.support.apptest import open_section, run_app
 
 
 def metric(at: AppTest, label: str) -> str:
@@ -59,6 +60,8 @@ def test_batch_changes_throughput_per_gpu():
 ])
 def test_each_control_drives_the_scenario(key, widget, value, field):
     at = run_app()
+    if key in ("L", "rho"):  # the preset overrides are drawn when their expander is opened
+        open_section(at, OVERRIDES_OPEN_KEY)
     getattr(at, widget)(key=key).set_value(value).run()
     assert not at.exception
     assert metric(at, "Speedup") == speedup_of(**field)
@@ -66,12 +69,31 @@ def test_each_control_drives_the_scenario(key, widget, value, field):
 
 def test_group_override_is_shown_and_reset():
     at = run_app()
+    assert "g" not in [w.key for w in at.select_slider]  # closed: not drawn, the preset's G
+    open_section(at, OVERRIDES_OPEN_KEY)
     at.select_slider(key="g").set_value(32).run()
     assert any("Override of the preset: G" in i.value for i in at.info)
     assert metric(at, "Speedup") == speedup_of(group=32)
     at.button(key="reset_overrides").click().run()
     assert at.select_slider(key="g").value == 0
     assert metric(at, "Speedup") == speedup_of()
+
+
+def test_a_link_that_overrides_the_preset_opens_the_overrides_and_shows_its_value():
+    at = run_app(g="32", L="40", v="2")
+    assert at.select_slider(key="g").value == 32 and at.select_slider(key="L").value == 40
+    assert any("Override of the preset: G, L_target" in i.value for i in at.info)
+    assert metric(at, "Speedup") == speedup_of(group=32, layers=40)
+
+
+def test_alpha_and_the_sample_curve_are_drawn_only_for_their_al_source():
+    at = run_app()
+    keys = lambda: {w.key for w in [*at.slider, *at.selectbox]}  # noqa: E731
+    assert "a" not in keys() and "curve" not in keys()  # the prior: neither applies
+    at.radio(key="acc").set_value("alpha").run()
+    assert "a" in keys() and "curve" not in keys()
+    at.radio(key="acc").set_value("sample").run()
+    assert "curve" in keys() and "a" not in keys()
 
 
 def test_alpha_source_uses_iid_al():
@@ -187,6 +209,8 @@ def test_a_link_value_that_is_not_plain_or_not_offered_is_named_and_the_default_
         params, key, needle):
     at = run_app(**params)
     assert needle in warning_text(at)
+    if us.PARAM_BY_KEY[key].setting.overrides_preset:  # fell back: no override, drawn when opened
+        open_section(at, OVERRIDES_OPEN_KEY)
     assert widget_value(at, key) == us.PARAM_BY_KEY[key].default
     extra = {"mechanism": "external"} if "mech" in params else {}
     assert metric(at, "Speedup") == speedup_of(**extra)

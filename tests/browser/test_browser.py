@@ -8,17 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import SAMPLES
-from tests.support.st_client import data_upload_input
+from tests.support.st_client import data_upload_input, settle
 
 pytestmark = pytest.mark.browser
 
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
-
-def settle(page) -> None:  # type: ignore[no-untyped-def]
-    page.wait_for_timeout(400)
-    page.wait_for_selector(IDLE, state="attached", timeout=60_000)
-    page.wait_for_timeout(300)
 
 
 def metric_text(page, label: str) -> str:  # type: ignore[no-untyped-def]

@@ -11,17 +11,12 @@ import pytest
 
 from explorer import Scenario, evaluate
 from explorer.measured.hf_config import read_config_file, shipped_config_paths
+from tests.support.st_client import settle
 
 pytestmark = pytest.mark.browser
 
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 CONFIG = next(p for p in shipped_config_paths() if p.name == "Qwen--Qwen3-32B_config.json")
 
-
-def settle(page) -> None:  # type: ignore[no-untyped-def]
-    page.wait_for_timeout(400)
-    page.wait_for_selector(IDLE, state="attached", timeout=60_000)
-    page.wait_for_timeout(300)
 
 
 def speedup(page) -> str:  # type: ignore[no-untyped-def]

@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_browser import settle
 from tests.support.paths import SAMPLES
-from tests.support.st_client import data_upload_input
+from tests.support.st_client import data_upload_input, settle
 from tests.unit.test_repro import EXPECTED, repro_files
 
 pytestmark = pytest.mark.browser

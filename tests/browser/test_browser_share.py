@@ -12,19 +12,13 @@ from explorer import Acceptance, Scenario, evaluate
 from explorer.measured import validate_path
 from tests.support.paths import SAMPLES
 from tests.support.server import app_env, free_port, start_server
-from tests.support.st_client import data_upload_input
+from tests.support.st_client import data_upload_input, settle
 
 pytestmark = pytest.mark.browser
 
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 SAMPLE = SAMPLES / "al_curve.csv"
 METRICS = ("Speedup", "Acceptance length", "Tokens/s per user", "Tokens/s per GPU")
 
-
-def settle(page) -> None:  # type: ignore[no-untyped-def]
-    page.wait_for_timeout(400)
-    page.wait_for_selector(IDLE, state="attached", timeout=60_000)
-    page.wait_for_timeout(300)
 
 
 def metrics(page) -> dict[str, str]:  # type: ignore[no-untyped-def]

@@ -19,6 +19,8 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin, Subprotocol
 
+from explorer.ui.first_paint import LOADING_NOTE
+
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 
@@ -111,10 +113,20 @@ class StSession:
                 return run
 
 
-def settle(page: Any) -> None:
-    """Wait until the app in a Playwright page has finished its run."""
+# A session's first Explorer run in a browser draws the page without its controls, with a note
+# where they go and a report that asks for them once the first chart is drawn
+# (explorer/ui/first_paint.py): the page is whole when the note is gone and the run the report
+# started has finished. (The note, not the report: that is loaded lazily, a skeleton until then.)
+FIRST_PAINT = ("[data-testid='stSidebar'] [data-testid='stCaptionContainer']"
+               f":has-text('{LOADING_NOTE}')")
+
+
+def settle(page: Any, timeout_ms: int = 90_000) -> None:
+    """Wait until the app in a Playwright page has finished its runs (a first paint's too)."""
     page.wait_for_timeout(400)
-    page.wait_for_selector(IDLE, state="attached", timeout=90_000)
+    page.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
+    page.wait_for_selector(FIRST_PAINT, state="detached", timeout=timeout_ms)
+    page.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
     page.wait_for_timeout(300)
 
 

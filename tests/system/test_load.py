@@ -22,7 +22,7 @@ import pytest
 
 from explorer import Scenario, evaluate
 from tests.support.server import free_port, log_problems, memory_mib, start_server, stop_server
-from tests.support.st_client import IDLE, StSession, data_upload_input, settle
+from tests.support.st_client import StSession, data_upload_input, settle
 
 pytestmark = pytest.mark.browser
 
@@ -109,8 +109,7 @@ def test_twenty_sessions_move_sliders_concurrently(chromium, tmp_path: Path):
         page_errors: list[str] = []
         page.on("pageerror", lambda e: page_errors.append(str(e)))
         page.goto(url + "/?d=20&v=2", timeout=120_000)
-        page.wait_for_timeout(400)
-        page.wait_for_selector(IDLE, state="attached", timeout=120_000)
+        settle(page, 120_000)
         slider = page.get_by_role("slider", name="Draft length D")
         slider.focus()
         bd = 20

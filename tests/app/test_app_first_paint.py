@@ -1,0 +1,87 @@
+"""Issue 24 (speed): a browser session's first Explorer run draws the answer and the first chart
+without the sidebar's controls and without what lies below that chart; the report the page then
+sends (its first chart drawn) reruns the app, which draws everything for the same values.
+AppTest runs no script: the browser is stood in for by `first_paint._runs_scripts`, the report by
+the next run (tests/browser/test_browser_first_paint.py has the real one)."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer import Scenario, evaluate
+from explorer.ui import first_paint
+from tests.support.apptest import goto, run_app
+
+
+def chart_keys(at) -> list[str]:  # type: ignore[no-untyped-def]
+    return [c.key for c in at.get("plotly_chart")]
+
+
+def loading(at) -> bool:  # type: ignore[no-untyped-def]
+    return any(first_paint.LOADING_NOTE in c.value for c in at.sidebar.caption)
+
+
+@pytest.fixture
+def browser(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(first_paint, "_runs_scripts", lambda: True)
+
+
+def test_the_first_paint_is_the_answer_and_the_first_chart_then_the_whole_page(browser):
+    at = run_app(b="16", d="5", v="2")
+    al = evaluate(Scenario(batch=16, draft_len=5)).acceptance_length
+    # the first paint: the link's answer and the first chart; no controls, a note where they go
+    assert next(m.value for m in at.metric if m.label == "Acceptance length") == f"{al:.2f}"
+    assert chart_keys(at) == ["fig_speedup_heatmap"]
+    assert not at.sidebar.slider and not at.sidebar.selectbox and loading(at)
+    assert any("Recommendation" in s.value for s in at.success)
+    # the report's rerun: everything, for the same values
+    at.run()
+    assert not at.exception
+    assert chart_keys(at) == ["fig_speedup_heatmap", "fig_group_heatmap"]
+    assert not loading(at)
+    assert at.slider(key="d").value == 5 and at.select_slider(key="b").value == 16
+    assert next(m.value for m in at.metric if m.label == "Acceptance length") == f"{al:.2f}"
+    at.run()  # and every run after it is whole
+    assert chart_keys(at) == ["fig_speedup_heatmap", "fig_group_heatmap"] and not loading(at)
+
+
+def test_a_value_the_sidebar_corrects_is_corrected_when_the_controls_come(browser):
+    # TensorRT-LLM does not run on MI300X: the first paint shows the link's values as read; the
+    # whole page shows the sidebar's fallback (vLLM) and says why.
+    at = run_app(hw="mi300x", eng="trtllm", d="5", v="2")
+    assert loading(at)
+    at.run()
+    at.run()  # the sidebar's correction lays the page out again (explorer_page.render)
+    assert not at.exception and not loading(at)
+    want = evaluate(Scenario(hardware="mi300x", engine="vllm", draft_len=5))
+    assert next(m.value for m in at.metric if m.label == "Speedup") == f"{want.speedup:.2f}×"
+    assert at.selectbox(key="eng").value == "vllm"
+
+
+def test_a_first_paint_interrupted_by_another_page_leaves_every_page_whole(browser):
+    at = run_app(v="2")
+    assert loading(at)
+    at = goto(at, "deploy")  # a click on the menu before the report: that page is whole
+    assert at.sidebar.selectbox and not loading(at)
+    at = goto(at, "")
+    assert at.sidebar.slider and not loading(at)
+    assert chart_keys(at) == ["fig_speedup_heatmap", "fig_group_heatmap"]
+
+
+def test_without_a_browser_the_first_run_is_whole():
+    at = run_app(b="16", d="5", v="2")  # AppTest, like a WebSocket client, runs no script
+    assert chart_keys(at) == ["fig_speedup_heatmap", "fig_group_heatmap"]
+    assert at.slider(key="d").value == 5 and not loading(at)
+
+
+def test_a_link_value_the_view_rejects_falls_back_when_the_controls_come(browser):
+    # W=4 is ruled out by D=7 (W ≥ 1+D): the first paint prices the chain; the report's run draws
+    # the widgets, the next one sets W back and takes it out of the link (controls.RESETS_KEY).
+    at = run_app(w="4", d="7", v="2")
+    assert loading(at)
+    assert next(m.value for m in at.metric if m.label == "Speedup") == \
+        f"{evaluate(Scenario(draft_len=7)).speedup:.2f}×"
+    at.run()
+    assert not at.exception and not loading(at)
+    assert at.select_slider(key="w").value == 0 and at.slider(key="d").value == 7
+    assert "w" not in at.query_params and at.query_params["d"] == "7"

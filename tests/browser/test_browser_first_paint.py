@@ -1,0 +1,60 @@
+"""Issue 24 (speed), in a real browser: a new session's Explorer draws its first chart before the
+sidebar's controls (before, the browser revealed them in one commit with the chart), then becomes
+the whole page by itself: the controls at the link's values, the charts below the first one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from explorer import Scenario, evaluate
+from tests.support.st_client import metric_text, settle
+
+pytestmark = pytest.mark.browser
+
+# When each thing first appeared, in ms since navigation (a MutationObserver from the start).
+TIMELINE = """
+window.__seen = {};
+const WANT = {
+  chart: "[data-testid='stMain'] [data-testid='stPlotlyChart'] .main-svg",
+  control: "[data-testid='stSidebar'] [data-testid='stSlider']",
+  metric: "[data-testid='stMetric']",
+};
+new MutationObserver(() => {
+  for (const [k, sel] of Object.entries(WANT))
+    if (!(k in window.__seen) && document.querySelector(sel)) window.__seen[k] = performance.now();
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+def test_the_first_chart_is_drawn_before_the_controls_then_the_page_is_whole(
+        chromium, app_url: str, artifacts: Path):
+    ctx = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.add_init_script(TIMELINE)
+    page = ctx.new_page()
+    page.goto(app_url + "/?b=16&d=5&v=2", timeout=120_000)
+    settle(page)
+    page.wait_for_function("() => 'chart' in window.__seen && 'control' in window.__seen",
+                           timeout=60_000)
+    seen = page.evaluate("() => window.__seen")
+    assert {"chart", "control", "metric"} <= set(seen), seen
+    assert seen["metric"] <= seen["chart"] < seen["control"], seen  # the answer, its chart, then
+    # …the whole page: controls at the link's values, both charts, the link as it was
+    assert page.get_by_role("slider", name="Draft length D").input_value() == "5"
+    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stPlotlyChart'] "
+                           ".main-svg\").length >= 2", timeout=60_000)
+    assert page.get_by_text("Loading the controls").count() == 0
+    assert re.search(r"[?&]b=16(&|$)", page.url) and re.search(r"[?&]d=5(&|$)", page.url)
+    al = evaluate(Scenario(batch=16, draft_len=5)).acceptance_length
+    assert metric_text(page, "Acceptance length") == f"{al:.2f}"
+    page.screenshot(path=str(artifacts / "first_paint_whole.png"))
+    # a move after it reruns as ever: the controls work
+    page.get_by_role("slider", name="Draft length D").focus()
+    page.keyboard.press("ArrowLeft")
+    settle(page)
+    al4 = evaluate(Scenario(batch=16, draft_len=4)).acceptance_length
+    assert metric_text(page, "Acceptance length") == f"{al4:.2f}"
+    assert re.search(r"[?&]d=4(&|$)", page.url)
+    ctx.close()
