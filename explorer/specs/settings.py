@@ -260,13 +260,15 @@ SETTINGS: tuple[Setting, ...] = (
             description="a drafter read from a config.json, packed (canonical JSON, zlib, "
             "base64url)", kind="text", validate=packed_problem(DrafterSpec),
             max_chars=MAX_PACKED_CHARS, page="data", examples=(pack(_EXAMPLE_DRAFTER),)),
-    # View-only targets: they shape the Pareto and cost answers, not the scenario.
+    # View-only targets: they shape the Pareto and cost answers, not the scenario; edited in
+    # the Explorer's Pareto view, beside the answer they shape.
     Setting("slo", "per-user SLO (tokens/s)", "Per-user speed target (tokens/s)", float, 30.0,
             "Targets", description="per-user speed target (tokens/s) for the view",
-            unit="tokens/s", kind="number", view_range=(0.0, 100000.0), step=5.0, flag="--slo"),
+            unit="tokens/s", kind="number", view_range=(0.0, 100000.0), step=5.0, flag="--slo",
+            page="explorer"),
     Setting("usd", "GPU price ($/h)", "GPU price ($ per GPU-hour, yours)", float, 0.0, "Targets",
             description="GPU price ($ per GPU-hour) for the view", unit="$/GPU-hour",
-            kind="number", view_range=(0.0, 1000.0), step=0.5, flag="--usd"),
+            kind="number", view_range=(0.0, 1000.0), step=0.5, flag="--usd", page="explorer"),
 )
 SETTING_BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 SETTING_OF_FIELD: dict[str, Setting] = {s.field: s for s in SETTINGS if s.field}

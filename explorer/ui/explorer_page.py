@@ -24,6 +24,7 @@ from explorer.presets import mechanism_presets
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import DEFAULT_OUTPUT_TOKENS, Scenario
+from explorer.specs.settings import SETTING_BY_KEY
 from explorer.ui import explorer_charts as charts
 from explorer.ui import export_panel, first_paint, state
 from explorer.ui.text import md_text
@@ -322,8 +323,28 @@ def _al_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Rec
     _chart(js, "al_vs_d")
 
 
+TARGET_INPUTS = {"slo": "slo_input", "usd": "usd_input"}  # setting → its input's widget key
+
+
+def _targets(values: dict[str, Any]) -> None:
+    """The Pareto view's own inputs, the per-user speed target and the GPU price: they shape its
+    answer and the cost, not the scenario (settings edited here: controls.page_setting keeps
+    them in the session and the link on every page)."""
+    for col, (key, widget) in zip(st.columns(2), TARGET_INPUTS.items(), strict=True):
+        s = SETTING_BY_KEY[key]
+        lo, hi = s.view_range or (0.0, 0.0)
+        col.number_input(s.label, float(lo), float(hi), float(values.get(key) or 0),
+                         float(s.step or 1), key=widget, help=s.help, on_change=_set_target,
+                         args=(key,))
+
+
+def _set_target(key: str) -> None:
+    st.session_state[key] = st.session_state[TARGET_INPUTS[key]]
+
+
 def _pareto_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
                  values: dict[str, Any]) -> None:
+    _targets(values)
     slo = float(values.get("slo") or 0)
     _chart(js, "pareto", (("slo", slo),))
     with_spec, without = charts.data(js, "pareto")

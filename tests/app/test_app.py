@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from explorer import Scenario, evaluate
 from explorer.interfaces import view_state as us
 from explorer.ui.controls import OVERRIDES_OPEN_KEY
+from explorer.ui.explorer_page import TARGET_INPUTS
 from tests.support.apptest import open_section, run_app
 
 
@@ -173,6 +174,7 @@ def test_moving_d_past_the_verify_width_shows_the_chain_and_says_so():
 
 
 def widget_value(at: AppTest, key: str) -> object:
+    key = TARGET_INPUTS.get(key, key)  # the targets: the Pareto view's inputs
     for kind in ("slider", "select_slider", "selectbox", "number_input", "radio"):
         found = [w for w in at.get(kind) if getattr(w, "key", None) == key]
         if found:
@@ -186,7 +188,7 @@ def widget_value(at: AppTest, key: str) -> object:
     ({"rho": "1e-2"}, "rho", 0.01, {"rho": 0.01}),
     ({"L": "07"}, "L", 7, {"layers": 7}),
     ({"L": "+7"}, "L", 7, {"layers": 7}),
-    ({"slo": "1E2"}, "slo", 100.0, {}),
+    ({"slo": "1E2", "vw": "pareto"}, "slo", 100.0, {}),
 ])
 def test_a_link_value_spelled_otherwise_or_repeated_is_what_the_widget_shows(
         params, key, value, scenario):

@@ -127,3 +127,19 @@ def test_a_calibration_that_raises_mape_offers_no_apply(monkeypatch: pytest.Monk
     at.run()
     assert not [b for b in at.button if b.key == "apply_cal"]
     assert any("5.1% → 9.9%" in w.value.replace("\\", "") for w in at.warning)
+
+
+def test_the_targets_are_set_in_the_pareto_view_and_kept_in_the_link():
+    # The SLO and the GPU price shape the Pareto view's answer only: they are its inputs, not
+    # the sidebar's (fewer controls on every page), and the link keeps them on every page.
+    at = run_app(slo="60", usd="2", v="2")
+    assert not [n for n in at.sidebar.number_input]
+    at.segmented_control(key="vw").set_value("pareto").run()
+    assert at.number_input(key="slo_input").value == 60.0
+    at.number_input(key="usd_input").set_value(3.0).run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "(your $3/GPU-hour)" in text
+    assert at.query_params["usd"] == "3" and at.query_params["slo"] == "60"
+    at.segmented_control(key="vw").set_value("surface").run()  # another view keeps them
+    assert at.query_params["usd"] == "3" and at.query_params["slo"] == "60"
