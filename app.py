@@ -83,23 +83,26 @@ page = st.navigation([
     st.Page(data, title="Measured data", icon=":material/upload_file:", url_path="data"),
     st.Page(sources, title="Presets & sources", icon=":material/menu_book:", url_path="sources"),
     st.Page(compare, title="Compare", icon=":material/compare:", url_path="compare"),
-    st.Page(codesign, title="Co-design", icon=":material/grid_on:", url_path="codesign"),
-    st.Page(deployment, title="Deployment", icon=":material/dns:", url_path="deploy"),
+    codesign_home := st.Page(codesign, title="Co-design", icon=":material/grid_on:",
+                             url_path="codesign"),
+    deploy_home := st.Page(deployment, title="Deployment", icon=":material/dns:",
+                           url_path="deploy"),
 ])
-# The Explorer's title and first chart go out before the sidebar (~20 widgets): the browser
+# The Explorer's title and first chart go out before the sidebar (~15 widgets): the browser
 # starts loading plotly.js with the chart, and draws the rest meanwhile. They are built for the
 # values the sidebar is about to take; after a run where it took others, in order (render).
 early = None
 again = bool(st.session_state.pop(explorer_page.EARLY_MISS, False))
 on_explorer = page in (explorer_home, explorer_alias)
-# A session's first Explorer run in a browser leaves the controls for the run its first chart,
-# once drawn, asks for (explorer/ui/first_paint.py: measured, they delay the chart 1.4×).
-first = first_paint.begin(on_explorer and not again)
+# A session's first run of a chart page in a browser leaves the controls for the run its first
+# chart, once drawn, asks for (explorer/ui/first_paint.py: drawn with it, they delay it 1.4×).
+first = first_paint.begin(page in (explorer_home, explorer_alias, codesign_home, deploy_home)
+                          and not again)
 if on_explorer and not again:
     early = explorer_page.render_first(controls.predicted_values(), uploaded_curve(),
                                        state.hardware_overrides())
-if first and early is not None:
-    values = early.values
+if first:  # the values the sidebar is about to take (the next run draws it, and corrects them)
+    values = early.values if early is not None else controls.predicted_values()
     first_paint.report_when_drawn()
 else:
     values = controls.sidebar(again)

@@ -232,6 +232,7 @@ def _answer(sc: Scenario, js: charts.Key, rec: Recommendation, values: dict[str,
 
 VIEW_LABELS = us.VIEW_TITLES  # each view's key (`vw`) and title: declared once there
 SHOW_3D_KEY = "show_3d"
+SHOW_G_KEY = "show_g_surface"
 TILE_NORM_KEY = "tile_norm"
 
 
@@ -282,7 +283,7 @@ MARK_POINT_KEY = "mark_point"
 def _surface_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[], Recommendation],
                   values: dict[str, Any]) -> None:
     """The heatmaps do not depend on D (the (B, D) one not on B either): left unmarked, they stay
-    drawn while the sliders move; marked, both are drawn anew on every move (a fragment: the
+    drawn while the sliders move; marked, they are drawn anew on every move (a fragment: the
     toggle reruns only this view)."""
     mark = st.toggle("Mark the current point on the charts (redraws them on every move)",
                      key=MARK_POINT_KEY, value=False)
@@ -293,13 +294,17 @@ def _surface_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[]
                    f"speedup {_fmt(ev.speedup, '.2f', '×')}.")
     _chart(js, "speedup_heatmap", marked=mark)
     if not first_paint.now():  # below the first chart: the next run draws it
-        _surface_3d(js)
-    _chart(js, "group_heatmap", marked=mark)
+        _surface_more(js, mark)
 
 
 @st.fragment
-def _surface_3d(js: charts.Key) -> None:
-    """The WebGL surface only on request (a fragment: the toggle reruns only this)."""
+def _surface_more(js: charts.Key, mark: bool) -> None:
+    """The article's second surface, over (G, D), and the WebGL one, each on request (a
+    fragment: a toggle reruns only this): far below the first screen, a second heatmap drawn
+    on every visit held the page back ~0.1× the framework floor (benchmarks/bench_floor.py)."""
+    if st.toggle("Show the speedup over (G, D): the article's second surface", key=SHOW_G_KEY,
+                 value=False):
+        _chart(js, "group_heatmap", marked=mark)
     if st.toggle("Show the 3D surface (WebGL)", key=SHOW_3D_KEY, value=False):
         _chart(js, "speedup_surface_3d")
 

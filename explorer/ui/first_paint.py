@@ -1,4 +1,4 @@
-"""A session's first look at the Explorer: the answer and its first chart before the controls.
+"""A session's first look at a chart page: the answer and its first chart before the controls.
 
 Measured (benchmarks/bench_floor.py, Chrome's DOM timeline on 2 cores): the browser reveals the
 sidebar's ~25 widgets, whose code it loads per widget kind, in the same React commit as the first
@@ -6,7 +6,8 @@ chart, after plotly.js is evaluated; the page then shows nothing new for 0.5–1
 comes 1.4× later than in a one-chart app. Without the sidebar the headline shows while plotly.js
 loads and the chart comes 1.1–1.2× later.
 
-So a browser session's first Explorer run draws the page for the values the sidebar would take
+So a browser session's first run of the Explorer (and of Co-design and Deployment, whose one
+chart the sidebar held back alike) draws the page for the values the sidebar would take
 (controls.predicted_values) with a "Loading the controls…" note in the sidebar and the charts
 below the first one left for later, and a few lines of script in the page report when the first
 chart is drawn (or after 10 s: a chart that never draws must not keep the controls away). The
@@ -55,11 +56,12 @@ def _runs_scripts() -> bool:
     return str(st.context.headers.get("User-Agent", "")).startswith("Mozilla/")
 
 
-def begin(explorer: bool) -> bool:
+def begin(chart_page: bool) -> bool:
     """Decide, once per run, whether this run is the session's first paint: the session's first
-    run of the Explorer page in a browser. Any other first run (another page) spends the chance:
-    a session has one first paint, on the page it opened."""
-    now = not st.session_state.get(SHOWN_KEY) and explorer and _runs_scripts()
+    run, of a page that opens on a chart (the Explorer, Co-design, Deployment), in a browser.
+    Any other first run spends the chance: a session has one first paint, on the page it
+    opened."""
+    now = not st.session_state.get(SHOWN_KEY) and chart_page and _runs_scripts()
     st.session_state[SHOWN_KEY] = True
     st.session_state[NOW_KEY] = now
     st.session_state[CHART_KEY] = False

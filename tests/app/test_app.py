@@ -31,8 +31,8 @@ def test_default_page_shows_the_evaluated_default_scenario():
     texts = " ".join(m.value for m in at.markdown)
     for i in range(1, 6):
         assert f"**{i}." in texts
-    # The default view: the (B, D) and (G, D) heatmaps; the 3D surface waits for its toggle.
-    assert [c.key for c in at.get("plotly_chart")] == ["fig_speedup_heatmap", "fig_group_heatmap"]
+    # The default view: the (B, D) heatmap; the (G, D) and 3D surfaces wait for their toggles.
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_speedup_heatmap"]
 
 
 def test_draft_len_slider_changes_speedup_and_al():

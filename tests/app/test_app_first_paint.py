@@ -10,11 +10,16 @@ import pytest
 
 from explorer import Scenario, evaluate
 from explorer.ui import first_paint
+from explorer.ui.explorer_page import SHOW_G_KEY
 from tests.support.apptest import goto, run_app
 
 
 def chart_keys(at) -> list[str]:  # type: ignore[no-untyped-def]
     return [c.key for c in at.get("plotly_chart")]
+
+
+def toggles(at) -> list[str]:  # type: ignore[no-untyped-def]
+    return [t.key for t in at.toggle]
 
 
 def loading(at) -> bool:  # type: ignore[no-untyped-def]
@@ -32,17 +37,18 @@ def test_the_first_paint_is_the_answer_and_the_first_chart_then_the_whole_page(b
     # the first paint: the link's answer and the first chart; no controls, a note where they go
     assert next(m.value for m in at.metric if m.label == "Acceptance length") == f"{al:.2f}"
     assert chart_keys(at) == ["fig_speedup_heatmap"]
+    assert SHOW_G_KEY not in toggles(at)  # below the first chart: the next run draws it
     assert not at.sidebar.slider and not at.sidebar.selectbox and loading(at)
     assert any("Recommendation" in s.value for s in at.success)
     # the report's rerun: everything, for the same values
     at.run()
     assert not at.exception
-    assert chart_keys(at) == ["fig_speedup_heatmap", "fig_group_heatmap"]
+    assert chart_keys(at) == ["fig_speedup_heatmap"] and SHOW_G_KEY in toggles(at)
     assert not loading(at)
     assert at.slider(key="d").value == 5 and at.select_slider(key="b").value == 16
     assert next(m.value for m in at.metric if m.label == "Acceptance length") == f"{al:.2f}"
     at.run()  # and every run after it is whole
-    assert chart_keys(at) == ["fig_speedup_heatmap", "fig_group_heatmap"] and not loading(at)
+    assert SHOW_G_KEY in toggles(at) and not loading(at)
 
 
 def test_a_value_the_sidebar_corrects_is_corrected_when_the_controls_come(browser):
@@ -65,12 +71,12 @@ def test_a_first_paint_interrupted_by_another_page_leaves_every_page_whole(brows
     assert at.sidebar.selectbox and not loading(at)
     at = goto(at, "")
     assert at.sidebar.slider and not loading(at)
-    assert chart_keys(at) == ["fig_speedup_heatmap", "fig_group_heatmap"]
+    assert chart_keys(at) == ["fig_speedup_heatmap"] and SHOW_G_KEY in toggles(at)
 
 
 def test_without_a_browser_the_first_run_is_whole():
     at = run_app(b="16", d="5", v="2")  # AppTest, like a WebSocket client, runs no script
-    assert chart_keys(at) == ["fig_speedup_heatmap", "fig_group_heatmap"]
+    assert chart_keys(at) == ["fig_speedup_heatmap"] and SHOW_G_KEY in toggles(at)
     assert at.slider(key="d").value == 5 and not loading(at)
 
 

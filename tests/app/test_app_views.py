@@ -14,7 +14,7 @@ from tests.support.apptest import run_app
 
 # What each view draws (3D surface: on request).
 VIEW_CHARTS = {
-    "surface": ["fig_speedup_heatmap", "fig_group_heatmap"],
+    "surface": ["fig_speedup_heatmap"],  # (G, D) and 3D: on request
     "tiles": ["fig_tile_steps_current", "fig_tile_steps_article"],
     "gemm": ["fig_gemm_efficiency"], "al": ["fig_al_vs_d"], "pareto": ["fig_pareto"],
     "time": ["fig_time_breakdown"], "mechanisms": ["fig_speedup_bands", "fig_speedup_split"],
@@ -45,6 +45,8 @@ def test_the_switcher_changes_the_view_and_the_3d_surface_waits_for_its_toggle()
     assert "fig_speedup_surface_3d" not in chart_keys(at)
     at.toggle(key="show_3d").set_value(True).run()
     assert "fig_speedup_surface_3d" in chart_keys(at)
+    at.toggle(key="show_g_surface").set_value(True).run()  # the (G, D) surface: on request too
+    assert chart_keys(at) == ["fig_speedup_heatmap", "fig_group_heatmap", "fig_speedup_surface_3d"]
     at.segmented_control(key=us.VIEW_KEY).set_value("pareto").run()
     assert chart_keys(at) == ["fig_pareto"]
     assert any("best D" in str(d.value.columns.tolist()) for d in at.dataframe)
@@ -114,7 +116,9 @@ def test_the_surface_charts_stay_the_same_while_d_moves_unless_the_point_is_mark
     """Streamlit draws a chart anew when its spec changes: unmarked, a D move sends the same
     heatmaps (the browser keeps them); marked, they carry the current point."""
     at = run_app()
+    at.toggle(key="show_g_surface").set_value(True).run()  # both heatmaps
     specs = [c.proto.spec for c in at.get("plotly_chart")]
+    assert len(specs) == 2
     assert "Current point: B = 32, D = 3" in " ".join(c.value for c in at.caption)
     at.slider(key="d").set_value(7).run()
     assert [c.proto.spec for c in at.get("plotly_chart")] == specs

@@ -98,7 +98,10 @@ def test_a_d_move_leaves_the_surface_charts_drawn_unless_the_point_is_marked(chr
     page = chromium.new_page(viewport={"width": 1400, "height": 1600})
     page.goto(app_url + "/?v=2")
     settle(page)
-    page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg")
+    page.get_by_text("Show the speedup over (G, D)").click()  # the second surface, on request
+    settle(page)
+    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stPlotlyChart'] "
+                           ".main-svg\").length === 2", timeout=60_000)
     page.wait_for_timeout(1000)  # the first drawing done
     tag = """() => document.querySelectorAll('.js-plotly-plot').forEach(
         (g, i) => { g.dataset.tag = 'drawn' + i; })"""

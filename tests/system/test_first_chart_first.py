@@ -27,7 +27,7 @@ def test_the_first_chart_goes_out_before_the_sidebar(app_url: str) -> None:
     al = evaluate(Scenario(batch=16, draft_len=5)).acceptance_length
     assert run.metric("Acceptance length") == f"{al:.2f}"
     assert [c.id.rsplit("-", 1)[-1] for c in run.of_type("plotly_chart")] == [
-        "fig_speedup_heatmap", "fig_group_heatmap"]
+        "fig_speedup_heatmap"]
 
 
 def test_a_value_the_sidebar_corrects_lays_the_page_out_again_for_its_value(app_url: str) -> None:
@@ -39,4 +39,4 @@ def test_a_value_the_sidebar_corrects_lays_the_page_out_again_for_its_value(app_
     want = evaluate(Scenario(hardware="mi300x", engine="vllm", draft_len=5))
     assert run.metric("Speedup") == f"{want.speedup:.2f}×"
     assert any("eng=trtllm" in a for a in run.alerts())
-    assert len(run.of_type("plotly_chart")) == 2  # the view once, not twice
+    assert len(run.of_type("plotly_chart")) == 1  # the view once, not twice
