@@ -246,12 +246,16 @@ def _view_switcher(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[
         st.session_state[us.VIEW_KEY] = linked if linked in us.VIEWS else us.DEFAULT_VIEW
         if linked is not None and linked not in us.VIEWS:  # named by the link's warnings
             del st.query_params[us.VIEW_KEY]
-    # Not bind="query-params": a bound widget writes its label ("Pareto & SLO") into the link;
-    # the link keeps the short slug, written when the view changes (_view_to_url).
-    view = st.segmented_control(
-        "View", us.VIEWS, key=us.VIEW_KEY, required=True, on_change=_view_to_url,
-        format_func=lambda v: VIEW_LABELS.get(v, v), label_visibility="collapsed",
-        width="stretch", persist_state="session")
+    if first_paint.now():  # the switcher comes with the other controls, in its place
+        st.empty()
+        view = st.session_state[us.VIEW_KEY]
+    else:
+        # Not bind="query-params": a bound widget writes its label ("Pareto & SLO") into the
+        # link; the link keeps the short slug, written when the view changes (_view_to_url).
+        view = st.segmented_control(
+            "View", us.VIEWS, key=us.VIEW_KEY, required=True, on_change=_view_to_url,
+            format_func=lambda v: VIEW_LABELS.get(v, v), label_visibility="collapsed",
+            width="stretch", persist_state="session")
     view = view if view in us.VIEWS else us.DEFAULT_VIEW
     {"surface": _surface_view, "tiles": _tiles_view, "gemm": _gemm_view, "al": _al_view,
      "pareto": _pareto_view, "time": _time_view, "mechanisms": _mechanisms_view,
@@ -285,8 +289,12 @@ def _surface_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[]
     """The heatmaps do not depend on D (the (B, D) one not on B either): left unmarked, they stay
     drawn while the sliders move; marked, they are drawn anew on every move (a fragment: the
     toggle reruns only this view)."""
-    mark = st.toggle("Mark the current point on the charts (redraws them on every move)",
-                     key=MARK_POINT_KEY, value=False)
+    if first_paint.now():  # the toggle comes with the other controls, in its place
+        st.empty()
+        mark = False
+    else:
+        mark = st.toggle("Mark the current point on the charts (redraws them on every move)",
+                         key=MARK_POINT_KEY, value=False)
     if not mark:
         g = (f"G = {ev.group_per_gpu:g}" if ev.group_per_gpu == ev.group else
              f"G = {ev.group_per_gpu:g} per GPU ({ev.group:g} in the model, TP = {sc.tp})")

@@ -38,12 +38,14 @@ def test_the_first_paint_is_the_answer_and_the_first_chart_then_the_whole_page(b
     assert next(m.value for m in at.metric if m.label == "Acceptance length") == f"{al:.2f}"
     assert chart_keys(at) == ["fig_speedup_heatmap"]
     assert SHOW_G_KEY not in toggles(at)  # below the first chart: the next run draws it
+    assert not toggles(at) and not at.segmented_control  # controls: with the sidebar's
     assert not at.sidebar.slider and not at.sidebar.selectbox and loading(at)
     assert any("Recommendation" in s.value for s in at.success)
     # the report's rerun: everything, for the same values
     at.run()
     assert not at.exception
     assert chart_keys(at) == ["fig_speedup_heatmap"] and SHOW_G_KEY in toggles(at)
+    assert "mark_point" in toggles(at) and at.segmented_control(key="vw").value == "surface"
     assert not loading(at)
     assert at.slider(key="d").value == 5 and at.select_slider(key="b").value == 16
     assert next(m.value for m in at.metric if m.label == "Acceptance length") == f"{al:.2f}"
