@@ -55,6 +55,7 @@ def test_an_uploaded_config_is_the_target_and_its_saved_link_reopens_it(
 
     sidebar.get_by_test_id("stExpander").filter(has_text="Save & share").locator(
         "summary").click()
+    settle(page)  # the form is drawn by the run the opening starts: fill it after that run
     sidebar.get_by_label("Name").fill("my Qwen3-32B config")
     sidebar.get_by_test_id("stFormSubmitButton").get_by_role("button").click()
     settle(page)

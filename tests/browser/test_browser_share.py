@@ -86,6 +86,7 @@ def test_saved_link_with_an_uploaded_curve_reopens_identically(chromium, app_url
 
     sidebar.get_by_test_id("stExpander").filter(has_text="Save & share").locator(
         "summary").click()
+    settle(page)  # the form is drawn by the run the opening starts: fill it after that run
     sidebar.get_by_label("Name").fill("Uploaded curve, D=5 <b>not bold</b>")
     sidebar.get_by_label("Description").fill("shared from the browser test")
     sidebar.get_by_test_id("stFormSubmitButton").get_by_role("button").click()

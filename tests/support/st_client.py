@@ -113,12 +113,15 @@ class StSession:
                 return run
 
 
-# A session's first Explorer run in a browser draws the page without its controls, with a note
-# where they go and a report that asks for them once the first chart is drawn
-# (explorer/ui/first_paint.py): the page is whole when the note is gone and the run the report
-# started has finished. (The note, not the report: that is loaded lazily, a skeleton until then.)
+# A session's first run of a chart page in a browser draws the page without its controls, with a
+# note where they go and a report that asks for them once the first chart is drawn
+# (explorer/ui/first_paint.py): the page is whole when the note is gone, the controls are there
+# (every page's sidebar has them; right after a page load the app reads idle before its first
+# run has even started) and the run the report started has finished. (The note, not the
+# report: that is loaded lazily, a skeleton until then.)
 FIRST_PAINT = ("[data-testid='stSidebar'] [data-testid='stCaptionContainer']"
                f":has-text('{LOADING_NOTE}')")
+CONTROLS = "[data-testid='stSidebar'] [data-testid='stSelectbox']"
 
 
 def settle(page: Any, timeout_ms: int = 90_000) -> None:
@@ -126,6 +129,7 @@ def settle(page: Any, timeout_ms: int = 90_000) -> None:
     page.wait_for_timeout(400)
     page.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
     page.wait_for_selector(FIRST_PAINT, state="detached", timeout=timeout_ms)
+    page.wait_for_selector(CONTROLS, state="attached", timeout=timeout_ms)
     page.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
     page.wait_for_timeout(300)
 

@@ -17,7 +17,8 @@ def test_the_explorer_opens_at_its_addresses(app_url: str, path: str) -> None:
     assert run.status == 0 and not run.exceptions
     assert not run.page_not_found
     assert [h.body for h in run.of_type("heading")][:1] == ["SpecDec Explorer"]
-    assert len(run.of_type("plotly_chart")) == 2  # the default view's two heatmaps, once
+    # the default view's (B, D) heatmap, once (the (G, D) one is drawn on request)
+    assert len(run.of_type("plotly_chart")) == 1
     al = evaluate(Scenario(batch=16, draft_len=5)).acceptance_length
     assert run.metric("Acceptance length") == f"{al:.2f}"
 

@@ -342,6 +342,7 @@ def test_server_restart_mid_session_and_mid_save(chromium, tmp_path: Path):
         outcomes = []
         for i, delay in enumerate((0.1, 0.6, 1.5)):
             page.get_by_text("Save & share").first.click()
+            settle(page)  # the form is drawn by the run the opening starts
             page.get_by_label("Name", exact=True).fill(f"restart {i}")
             page.get_by_test_id("stFormSubmitButton").get_by_role("button").click()
             time.sleep(delay)
@@ -359,6 +360,7 @@ def test_server_restart_mid_session_and_mid_save(chromium, tmp_path: Path):
         store.dispose()
         # The app still saves, and the link opens the scenario.
         page.get_by_text("Save & share").first.click()
+        settle(page)
         page.get_by_label("Name", exact=True).fill("after restarts")
         page.get_by_test_id("stFormSubmitButton").get_by_role("button").click()
         settle(page)
