@@ -20,6 +20,8 @@ code arrives while plotly.js (~4.7 MB) is evaluated (0.4–1 s, the floor's cost
 the same commit as the first chart, after that evaluation and before the chart's first draw
 (0.3–0.5 s on a loaded machine: ~60 Markdown blocks, labels, slider thumbs and tick labels).
 Sending the chart before the sidebar, or after it, does not change that order (measured both).
+So a browser session's first run of a chart page draws no controls: they come in the run the
+drawn chart asks for (explorer/ui/first_paint.py), and a page is settled only once they are there.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A session's first look at a chart page: the answer and its first chart before the controls.
 
 Measured (benchmarks/bench_floor.py, Chrome's DOM timeline on 2 cores): the browser reveals the
-sidebar's ~25 widgets, whose code it loads per widget kind, in the same React commit as the first
+sidebar's ~20 widgets, whose code it loads per widget kind, in the same React commit as the first
 chart, after plotly.js is evaluated; the page then shows nothing new for 0.5–1 s and the chart
 comes 1.4× later than in a one-chart app. Without the sidebar the headline shows while plotly.js
 loads and the chart comes 1.1–1.2× later.
