@@ -36,7 +36,7 @@ from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
 from explorer.specs.settings import SETTING_BY_KEY
 from explorer.ui import deploy_figures as fig
-from explorer.ui import state
+from explorer.ui import headline, state
 from explorer.ui.text import md_table, md_text
 
 PROFILE_KEY = "dp"
@@ -295,11 +295,12 @@ def render(sc: Scenario | None) -> None:
     st.subheader(f"Policy to run: {POLICY_LABELS[chosen.policy]}"
                  + (f", D = {result.schedule.static_draft_len}"
                     if chosen.policy == "static" else ""), anchor=False)
-    c = st.columns(3)
-    c[0].metric("Tokens/s per GPU", f"{best.tokens_per_s_per_gpu:,.0f}",
-                f"{best.speedup:.2f}× vs off", delta_color="off")
-    c[1].metric("Tokens/s per user p90", f"{best.tokens_per_s_per_user_p90:,.1f}")
-    c[2].metric("Gap to oracle", f"{best.gap_to_oracle:.1%}")
+    headline.show([
+        headline.Number("Tokens/s per GPU", f"{best.tokens_per_s_per_gpu:,.0f}",
+                        f"{best.speedup:.2f}× vs off"),
+        headline.Number("Tokens/s per user p90", f"{best.tokens_per_s_per_user_p90:,.1f}"),
+        headline.Number("Gap to oracle", f"{best.gap_to_oracle:.1%}"),
+    ])
     st.caption(md_text("Why this policy: the simplest within 2 % of the fastest an engine runs "
                        "— " + simplest_within(result, EXPRESSIBLE)[1]))
     # six rows: one Markdown table (text.md_table), not a data grid (whose library, loaded per

@@ -26,7 +26,7 @@ from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import DEFAULT_OUTPUT_TOKENS, Scenario
 from explorer.specs.settings import SETTING_BY_KEY
 from explorer.ui import explorer_charts as charts
-from explorer.ui import export_panel, first_paint, state
+from explorer.ui import export_panel, first_paint, headline, state
 from explorer.ui.text import md_text
 
 
@@ -103,12 +103,14 @@ EARLY_MISS = "_explorer_early_miss"  # the last run's early view was for values 
 @dataclass
 class Layout:
     """What `render_first` laid out: for which sidebar values, and the places filled after the
-    sidebar — `top` (above the title: the link's warnings, the opened scenario) and `head` (the
-    notes, the headline numbers and the answer, above the views)."""
+    sidebar — `top` (above the title: the link's warnings, the opened scenario), `head` (the
+    notes, the headline numbers and the answer, above the views) and `foot` (the guidelines,
+    below them)."""
 
     values: dict[str, Any]
     top: DeltaGenerator
     head: DeltaGenerator
+    foot: DeltaGenerator
     scenario: Scenario | None
     notes: list[str] = field(default_factory=list)
     error: str = ""
@@ -129,10 +131,10 @@ def render_first(values: dict[str, Any], uploaded: AcceptanceCurve | None = None
     try:
         sc, notes = build_scenario(values, uploaded, overrides)
     except (ScenarioError, ValueError) as exc:
-        return Layout(dict(values), top, head, None, error=str(exc))
+        return Layout(dict(values), top, head, st.container(), None, error=str(exc))
     js: charts.Key = sc  # the caches key on the frozen scenario (its hash), not on its JSON
     _view_switcher(sc, js, charts.evaluation(js), lambda: charts.recommendation(js), values)
-    return Layout(dict(values), top, head, sc, notes)
+    return Layout(dict(values), top, head, st.container(), sc, notes)
 
 
 def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
@@ -151,6 +153,9 @@ def render(values: dict[str, Any], uploaded: AcceptanceCurve | None = None,
             st.error(f"This scenario cannot be evaluated: {md_text(early.error)}")
         else:
             _head(early.scenario, early.notes, values)
+    if early.scenario is not None and not first_paint.now():  # below the first chart
+        with early.foot:
+            _guidelines(charts.recommendation(early.scenario))
     return early
 
 
@@ -161,27 +166,7 @@ def _head(sc: Scenario, notes: list[str], values: dict[str, Any]) -> None:
     js: charts.Key = sc
     ev = charts.evaluation(js)
 
-    c = st.columns(5)
-    band = (f"80%: {_fmt(ev.speedup_low)}–{_fmt(ev.speedup_high)}×"
-            if ev.speedup is not None else None)
-    c[0].metric("Speedup", _fmt(ev.speedup, ".2f", "×"), delta=band, delta_color="off",
-                help="T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft). Interval: "
-                + md_text(ev.acceptance_uncertainty))
-    c[1].metric("Acceptance length", _fmt(ev.acceptance_length),
-                delta="model-extended" if ev.acceptance_extrapolated else None,
-                delta_color="off",
-                help="tokens per target step, bonus included. Source: "
-                + md_text(ev.acceptance_source) + ". Decoding: "
-                + md_text(ev.acceptance_temperature or "not stated"))
-    c[2].metric("Tokens/s per user", _fmt(ev.tokens_per_s_per_user, ",.1f"),
-                delta=f"{ev.baseline_tokens_per_s_per_user:,.1f} without spec", delta_color="off")
-    c[3].metric("Tokens/s per GPU", _fmt(ev.tokens_per_s_per_gpu, ",.0f"),
-                delta=f"{ev.baseline_tokens_per_s_per_gpu:,.0f} without spec", delta_color="off")
-    # the capacity goes in the delta: "122 / 192 GB" does not fit a fifth of the page
-    c[4].metric("Memory per GPU", f"{ev.memory_bytes / 1e9:,.0f} GB",
-                delta=(f"fits in {ev.hbm_bytes / 1e9:,.0f} GB" if ev.fits_in_memory
-                       else f"does not fit in {ev.hbm_bytes / 1e9:,.0f} GB"),
-                delta_color="normal" if ev.fits_in_memory else "inverse")
+    headline.show(headline_numbers(ev))
     st.caption(prefill_note(ev, sc))
     if not ev.mechanism_available:
         name = md_text(_mechanism_name(sc.mechanism))
@@ -200,6 +185,33 @@ def _head(sc: Scenario, notes: list[str], values: dict[str, Any]) -> None:
                    icon=":material/rule:")
 
     _answer(sc, js, charts.recommendation(js), values)
+
+
+def headline_numbers(ev: Evaluation) -> list[headline.Number]:
+    """The five numbers at the top of the Explorer."""
+    return [
+        headline.Number(
+            "Speedup", _fmt(ev.speedup, ".2f", "×"),
+            (f"80%: {_fmt(ev.speedup_low)}–{_fmt(ev.speedup_high)}×"
+             if ev.speedup is not None else None),
+            help="T_verif(B)·AL / (T_verif(B·(1+D)) + T_draft). Interval: "
+            + md_text(ev.acceptance_uncertainty)),
+        headline.Number(
+            "Acceptance length", _fmt(ev.acceptance_length),
+            "model-extended" if ev.acceptance_extrapolated else None,
+            help="tokens per target step, bonus included. Source: "
+            + md_text(ev.acceptance_source) + ". Decoding: "
+            + md_text(ev.acceptance_temperature or "not stated")),
+        headline.Number("Tokens/s per user", _fmt(ev.tokens_per_s_per_user, ",.1f"),
+                        f"{ev.baseline_tokens_per_s_per_user:,.1f} without spec"),
+        headline.Number("Tokens/s per GPU", _fmt(ev.tokens_per_s_per_gpu, ",.0f"),
+                        f"{ev.baseline_tokens_per_s_per_gpu:,.0f} without spec"),
+        # the capacity goes in the note: "122 / 192 GB" does not fit a fifth of the page
+        headline.Number("Memory per GPU", f"{ev.memory_bytes / 1e9:,.0f} GB",
+                        (f"fits in {ev.hbm_bytes / 1e9:,.0f} GB" if ev.fits_in_memory
+                         else f"does not fit in {ev.hbm_bytes / 1e9:,.0f} GB"),
+                        "good" if ev.fits_in_memory else "bad"),
+    ]
 
 
 def _answer(sc: Scenario, js: charts.Key, rec: Recommendation, values: dict[str, Any]) -> None:
@@ -223,6 +235,11 @@ def _answer(sc: Scenario, js: charts.Key, rec: Recommendation, values: dict[str,
         + (f". At S={sc.context // 1024}K the largest batch that fits in memory is "
            f"**B = {max_b}**." if max_b else ".")  # the text says when nothing fits
     )
+
+
+def _guidelines(rec: Recommendation) -> None:
+    """Why, guideline by guideline: below the view, so the answer's chart is on the first
+    screen with the answer."""
     with st.container(border=True):
         st.subheader("The five guidelines, evaluated here")
         st.markdown("\n\n".join(  # one element, not five: less to send and redraw per move
@@ -480,6 +497,9 @@ def apply_recommendation(values: dict[str, Any], mechanism: str, draft_len: int)
 def _apply_button(values: dict[str, Any], mechanism: str, draft_len: int, name: str) -> None:
     if values.get("mech") == mechanism and values.get("d") == draft_len:
         st.caption("The sidebar is at the recommendation.")
+        return
+    if first_paint.now():  # a control: it comes with the others, in its place
+        st.empty()
         return
     st.button(f"Apply: {name}, D = {draft_len}", key=APPLY_KEY, icon=":material/done_all:",
               on_click=apply_recommendation, args=(values, mechanism, draft_len),

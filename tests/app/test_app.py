@@ -11,11 +11,12 @@ from explorer import Scenario, evaluate
 from explorer.interfaces import view_state as us
 from explorer.ui.controls import OVERRIDES_OPEN_KEY
 from explorer.ui.explorer_page import TARGET_INPUTS
+from tests.support import headline
 from tests.support.apptest import open_section, run_app
 
 
 def metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return headline.value(at, label)
 
 
 def speedup_of(**kw: object) -> str:

@@ -3,6 +3,7 @@ with their reasons."""
 
 from __future__ import annotations
 
+from tests.support import headline
 from tests.support.apptest import run_app
 
 
@@ -43,7 +44,7 @@ def test_apply_sets_the_sidebar_to_the_recommendation_and_the_metrics_follow():
     at.button(key="apply_recommendation").click().run()
     assert not at.exception
     assert at.session_state["mech"] == best.mechanism and at.session_state["d"] == best.draft_len
-    speedup = next(m.value for m in at.metric if m.label == "Speedup")
+    speedup = headline.value(at, "Speedup")
     assert speedup == f"{best.speedup:.2f}×"
     assert any("The sidebar is at the recommendation" in c.value for c in at.caption)
 
@@ -53,9 +54,9 @@ def test_the_headline_speedup_shows_its_interval():
 
     ev = evaluate(Scenario())
     at = run_app()
-    box = next(m for m in at.metric if m.label == "Speedup")
+    box = headline.numbers(at)["Speedup"]
     assert box.value == f"{ev.speedup:.2f}×"
-    assert box.delta == f"80%: {ev.speedup_low:.2f}–{ev.speedup_high:.2f}×"
+    assert box.note == f"80%: {ev.speedup_low:.2f}–{ev.speedup_high:.2f}×"
     assert any("How sure:" in s.value.replace("\\", "") for s in at.success)  # Markdown-escaped
 
 

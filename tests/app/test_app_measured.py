@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from explorer import Scenario, evaluate
 from explorer.measured import parse_bytes
 from explorer.model.layers import COMPONENTS
+from tests.support import headline
 from tests.support.apptest import goto, run_app
 from tests.support.kernel_tables import HARDWARE_FOR, MODEL, TP, kernel_timings_csv, spellings
 
@@ -20,7 +21,7 @@ EXPLORER = ""  # the default page has no url path of its own
 
 
 def metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return headline.value(at, label)
 
 
 def shown(at: AppTest) -> tuple[str, dict[str, list[float]]]:

@@ -18,6 +18,7 @@ from explorer.specs.compact import pack, unpack
 from explorer.specs.scenario import Scenario
 from explorer.ui import codesign_page
 from explorer.ui.share import SAVE_OPEN_KEY
+from tests.support import headline
 from tests.support.apptest import goto, open_section, run_app
 
 pytestmark = [pytest.mark.usefixtures("data_dir"), pytest.mark.slow]
@@ -30,7 +31,7 @@ def plain(markdown: str) -> str:
 
 
 def metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return headline.value(at, label)
 
 
 def paste(at: AppTest, text: str) -> AppTest:

@@ -4,6 +4,7 @@ sources page shows the roofline's cross-validated error and model vs measured wi
 from __future__ import annotations
 
 from explorer import Scenario, evaluate
+from tests.support import headline
 from tests.support.apptest import goto, run_app
 
 
@@ -15,11 +16,11 @@ def _speedup(**kw: object) -> str:
 
 def test_the_moe_dtype_widget_drives_the_scenario():
     at = run_app(m="qwen3-30b-a3b", tp="1")
-    before = next(m.value for m in at.metric if m.label == "Speedup")
+    before = headline.value(at, "Speedup")
     assert before == _speedup(model="qwen3-30b-a3b", tp=1)
     at.selectbox(key="moe").set_value("fp4").run()
     assert not at.exception
-    after = next(m.value for m in at.metric if m.label == "Speedup")
+    after = headline.value(at, "Speedup")
     assert after == _speedup(model="qwen3-30b-a3b", tp=1, moe_dtype="fp4")
 
 

@@ -19,6 +19,7 @@ from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve, StepTimings
 from explorer.specs.scenario import Acceptance, Scenario
 from explorer.ui.share import SAVE_OPEN_KEY
+from tests.support import headline
 from tests.support.apptest import goto, open_section, run_app
 from tests.support.tamper import TAMPER_BY_NAME, corrupt_sqlite, tamper
 
@@ -39,7 +40,7 @@ def errors(elements) -> str:  # type: ignore[no-untyped-def]
 
 
 def metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return headline.value(at, label)
 
 
 def shared_scenario() -> Scenario:

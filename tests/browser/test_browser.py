@@ -8,16 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import SAMPLES
-from tests.support.st_client import data_upload_input, settle
+from tests.support.st_client import data_upload_input, headline_text, settle
 
 pytestmark = pytest.mark.browser
 
 
-
-
-def metric_text(page, label: str) -> str:  # type: ignore[no-untyped-def]
-    box = page.get_by_test_id("stMetric").filter(has_text=label).first
-    return str(box.get_by_test_id("stMetricValue").inner_text())
 
 
 def recommendation(page) -> str:  # type: ignore[no-untyped-def]
@@ -30,7 +25,7 @@ def test_sliders_url_recommendation_and_shared_link(chromium, app_url: str, arti
     page = ctx.new_page()
     page.goto(app_url)
     settle(page)
-    speedup0 = metric_text(page, "Speedup")
+    speedup0 = headline_text(page, "Speedup")
     rec0 = recommendation(page)
 
     d = page.get_by_role("slider", name="Draft length D")
@@ -39,7 +34,7 @@ def test_sliders_url_recommendation_and_shared_link(chromium, app_url: str, arti
         page.keyboard.press("ArrowRight")
         settle(page)
     assert re.search(r"[?&]d=7", page.url), page.url
-    speedup1 = metric_text(page, "Speedup")
+    speedup1 = headline_text(page, "Speedup")
     assert speedup1 != speedup0
 
     b = page.get_by_role("slider", name="Batch B (sequences, log scale)")
@@ -58,8 +53,8 @@ def test_sliders_url_recommendation_and_shared_link(chromium, app_url: str, arti
     other = other_ctx.new_page()
     other.goto(shared)
     settle(other)
-    assert metric_text(other, "Speedup") == metric_text(page, "Speedup")
-    assert metric_text(other, "Tokens/s per GPU") == metric_text(page, "Tokens/s per GPU")
+    assert headline_text(other, "Speedup") == headline_text(page, "Speedup")
+    assert headline_text(other, "Tokens/s per GPU") == headline_text(page, "Tokens/s per GPU")
     assert recommendation(other) == rec1
     assert other.get_by_role("slider", name="Draft length D").input_value() == "7"
 
@@ -83,7 +78,7 @@ def test_bad_link_warns_in_the_page(chromium, app_url: str):
     settle(page)
     body = page.locator("body").inner_text()
     assert "URL parameter 'd=99'" in body and "URL parameter 'hw=nope'" in body
-    assert metric_text(page, "Speedup").endswith("×")
+    assert headline_text(page, "Speedup").endswith("×")
     page.close()
 
 
@@ -99,14 +94,14 @@ def test_verify_width_widget_moves_the_url_and_a_bad_w_falls_back(chromium, app_
         page.keyboard.press("ArrowRight")
         settle(page)
     assert re.search(r"[?&]w=16(&|$)", page.url), page.url
-    assert metric_text(page, "Speedup") == f"{evaluate(Scenario(verify_width=16)).speedup:.2f}×"
+    assert headline_text(page, "Speedup") == f"{evaluate(Scenario(verify_width=16)).speedup:.2f}×"
 
     page.goto(app_url + "/?w=4&d=7&v=2")  # W = 4 < 1+D = 8: named, and the chain is shown
     settle(page)
     body = page.locator("body").inner_text()
     assert "URL parameter 'w=4' (verify width W)" in body, body[:2000]
     assert not re.search(r"[?&]w=", page.url) and re.search(r"[?&]d=7", page.url), page.url
-    assert metric_text(page, "Speedup") == f"{evaluate(Scenario(draft_len=7)).speedup:.2f}×"
+    assert headline_text(page, "Speedup") == f"{evaluate(Scenario(draft_len=7)).speedup:.2f}×"
     page.close()
 
 
@@ -144,7 +139,7 @@ def test_measured_step_times_replace_the_model_in_the_explorer(chromium, app_url
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(app_url + "/?m=llama-3.1-8b&tp=1&b=8&v=2")
     settle(page)
-    before = metric_text(page, "Speedup")
+    before = headline_text(page, "Speedup")
     page.get_by_role("link", name="Measured data").click()
     settle(page)
     sample = SAMPLES / "step_times.csv"
@@ -156,7 +151,7 @@ def test_measured_step_times_replace_the_model_in_the_explorer(chromium, app_url
     assert "uses your measured step times" in page.locator("body").inner_text()
     page.get_by_role("link", name="Explorer").click()
     settle(page)
-    assert metric_text(page, "Speedup") != before
+    assert headline_text(page, "Speedup") != before
     page.get_by_role("radio", name="Sources", exact=True).click()
     settle(page)
     assert "measured verify step times" in page.locator("body").inner_text()
@@ -176,7 +171,7 @@ def test_a_repeated_or_respelled_parameter_is_named_shown_and_the_url_made_plain
     assert len(re.findall(r"[?&]d=", page.url)) == 1 and re.search(r"[?&]d=7(&|$)", page.url)
     assert re.search(r"[?&]rho=0\.01(&|$)", page.url), page.url
     assert re.search(r"[?&]L=7(&|$)", page.url), page.url
-    assert metric_text(page, "Speedup") == (
+    assert headline_text(page, "Speedup") == (
         f"{evaluate(Scenario(draft_len=7, rho=0.01, layers=7)).speedup:.2f}×")
     page.close()
 
@@ -195,14 +190,14 @@ def test_apply_recommendation_moves_the_sidebar_the_metrics_and_the_url(chromium
     if best.mechanism != sc.mechanism:
         assert re.search(rf"[?&]mech={best.mechanism}(&|$)", page.url), page.url
     assert re.search(rf"[?&]d={best.draft_len}(&|$)", page.url), page.url
-    assert metric_text(page, "Speedup") == f"{best.speedup:.2f}×"
+    assert headline_text(page, "Speedup") == f"{best.speedup:.2f}×"
     assert page.get_by_role("slider", name="Draft length D").input_value() == str(best.draft_len)
     body = page.locator("body").inner_text()
     assert "The sidebar is at the recommendation." in body
     reopened = chromium.new_page(viewport={"width": 1400, "height": 2400})
     reopened.goto(page.url)  # the link carries the applied choice
     settle(reopened)
-    assert metric_text(reopened, "Speedup") == f"{best.speedup:.2f}×"
+    assert headline_text(reopened, "Speedup") == f"{best.speedup:.2f}×"
     page.close()
     reopened.close()
 
@@ -218,9 +213,9 @@ def test_preset_selects_show_names_and_write_slugs_into_the_link(chromium, app_u
     settle(page)
     assert re.search(r"[?&]hw=b200(&|$)", page.url), page.url
     assert "B200" not in page.url
-    speedup = metric_text(page, "Speedup")
+    speedup = headline_text(page, "Speedup")
     page.reload()
     settle(page)
     assert box.input_value() == "NVIDIA datacenter · B200 HGX (1000 W)"
-    assert metric_text(page, "Speedup") == speedup
+    assert headline_text(page, "Speedup") == speedup
     page.close()

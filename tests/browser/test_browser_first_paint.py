@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from explorer import Scenario, evaluate
-from tests.support.st_client import metric_text, settle
+from tests.support.st_client import headline_text, settle
 
 pytestmark = pytest.mark.browser
 
@@ -20,7 +20,7 @@ window.__seen = {};
 const WANT = {
   chart: "[data-testid='stMain'] [data-testid='stPlotlyChart'] .main-svg",
   control: "[data-testid='stSidebar'] [data-testid='stSlider']",
-  metric: "[data-testid='stMetric']",
+  metric: ".headline-number",
 };
 new MutationObserver(() => {
   for (const [k, sel] of Object.entries(WANT))
@@ -47,13 +47,13 @@ def test_the_first_chart_is_drawn_before_the_controls_then_the_page_is_whole(
     assert page.get_by_text("Loading the controls").count() == 0
     assert re.search(r"[?&]b=16(&|$)", page.url) and re.search(r"[?&]d=5(&|$)", page.url)
     al = evaluate(Scenario(batch=16, draft_len=5)).acceptance_length
-    assert metric_text(page, "Acceptance length") == f"{al:.2f}"
+    assert headline_text(page, "Acceptance length") == f"{al:.2f}"
     page.screenshot(path=str(artifacts / "first_paint_whole.png"))
     # a move after it reruns as ever: the controls work
     page.get_by_role("slider", name="Draft length D").focus()
     page.keyboard.press("ArrowLeft")
     settle(page)
     al4 = evaluate(Scenario(batch=16, draft_len=4)).acceptance_length
-    assert metric_text(page, "Acceptance length") == f"{al4:.2f}"
+    assert headline_text(page, "Acceptance length") == f"{al4:.2f}"
     assert re.search(r"[?&]d=4(&|$)", page.url)
     ctx.close()

@@ -11,7 +11,8 @@ import pytest
 
 from explorer import Scenario, evaluate
 from explorer.measured.hf_config import read_config_file, shipped_config_paths
-from tests.support.st_client import settle
+from explorer.ui import headline
+from tests.support.st_client import headline_text, settle
 
 pytestmark = pytest.mark.browser
 
@@ -20,9 +21,8 @@ CONFIG = next(p for p in shipped_config_paths() if p.name == "Qwen--Qwen3-32B_co
 
 
 def speedup(page) -> str:  # type: ignore[no-untyped-def]
-    page.get_by_test_id("stMetric").first.wait_for(timeout=60_000)
-    box = page.get_by_test_id("stMetric").filter(has_text="Speedup").first
-    return str(box.get_by_test_id("stMetricValue").inner_text())
+    page.locator(f".{headline.CLASS}").first.wait_for(timeout=60_000)
+    return headline_text(page, "Speedup")
 
 
 def test_an_uploaded_config_is_the_target_and_its_saved_link_reopens_it(

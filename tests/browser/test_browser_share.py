@@ -10,9 +10,10 @@ import pytest
 
 from explorer import Acceptance, Scenario, evaluate
 from explorer.measured import validate_path
+from explorer.ui import headline
 from tests.support.paths import SAMPLES
 from tests.support.server import app_env, free_port, start_server
-from tests.support.st_client import data_upload_input, settle
+from tests.support.st_client import data_upload_input, headline_text, settle
 
 pytestmark = pytest.mark.browser
 
@@ -22,12 +23,8 @@ METRICS = ("Speedup", "Acceptance length", "Tokens/s per user", "Tokens/s per GP
 
 
 def metrics(page) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    page.get_by_test_id("stMetric").first.wait_for(timeout=60_000)
-    out = {}
-    for label in METRICS:
-        box = page.get_by_test_id("stMetric").filter(has_text=label).first
-        out[label] = str(box.get_by_test_id("stMetricValue").inner_text())
-    return out
+    page.locator(f".{headline.CLASS}").first.wait_for(timeout=60_000)
+    return {label: headline_text(page, label) for label in METRICS}
 
 
 def nav(page, title: str) -> None:  # type: ignore[no-untyped-def]

@@ -20,6 +20,7 @@ from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin, Subprotocol
 
 from explorer.ui.first_paint import LOADING_NOTE
+from tests.support import headline
 
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
@@ -37,8 +38,9 @@ class Run:
     def of_type(self, kind: str) -> list[Any]:
         return [getattr(e, kind) for e in self.elements if e.WhichOneof("type") == kind]
 
-    def metric(self, label: str) -> str:
-        return str(next(m.body for m in self.of_type("metric") if m.label == label))
+    def headline(self, label: str) -> str:
+        """A headline number's value as shown (explorer/ui/headline.py)."""
+        return headline.parse(str(m.body) for m in self.of_type("markdown"))[label].value
 
     @property
     def exceptions(self) -> list[str]:
@@ -141,6 +143,6 @@ def data_upload_input(page: Any) -> Any:
             .locator("input[type='file']"))
 
 
-def metric_text(page: Any, label: str) -> str:
-    box = page.get_by_test_id("stMetric").filter(has_text=label).first
-    return str(box.get_by_test_id("stMetricValue").inner_text())
+def headline_text(page: Any, label: str) -> str:
+    """A headline number's value as the browser shows it."""
+    return headline.value_in_browser(page, label)

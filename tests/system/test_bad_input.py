@@ -38,9 +38,10 @@ from explorer.measured._entry import MAX_FILE_BYTES
 from explorer.measured._problems import MAX_PROBLEMS
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Acceptance
+from tests.support import headline
 from tests.support.paths import ROOT
 from tests.support.server import free_port, log_problems, memory_mib, serve, wait_healthy
-from tests.support.st_client import StSession, data_upload_input, metric_text, settle
+from tests.support.st_client import StSession, data_upload_input, headline_text, settle
 
 APP = str(ROOT / "app.py")
 MiB = 2**20
@@ -118,7 +119,7 @@ def test_app_with_a_hostile_link_keeps_serving():
     for needle in ("'d' (draft length D): too long", "'hw=", "'m=", "'mech=", "'b=",
                    "ignored 900 unknown URL parameter"):
         assert needle in warnings.replace("\\", ""), needle
-    assert next(m.value for m in at.metric if m.label == "Speedup") == default_speedup()
+    assert headline.value(at, "Speedup") == default_speedup()
     assert not Path(CANARY).exists()
 
 
@@ -132,7 +133,7 @@ def test_over_a_thousand_url_fields_are_dropped_by_streamlit_and_defaults_shown(
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.slider(key="d").value == us.PARAM_BY_KEY["d"].default
-    assert next(m.value for m in at.metric if m.label == "Speedup") == default_speedup()
+    assert headline.value(at, "Speedup") == default_speedup()
 
 
 # --- files -----------------------------------------------------------------------------------
@@ -255,8 +256,8 @@ def test_oversized_and_malformed_websocket_messages_close_only_that_connection(t
     assert codes[1] == 1002, codes  # 1002 = protocol error
     assert run.status == 0 and not run.exceptions
     assert any("ignored 990 unknown URL parameter" in a for a in run.alerts())
-    assert run.metric("Speedup") == f"{evaluate(Scenario(draft_len=9)).speedup:.2f}×"
-    assert again.metric("Speedup") == first.metric("Speedup")
+    assert run.headline("Speedup") == f"{evaluate(Scenario(draft_len=9)).speedup:.2f}×"
+    assert again.headline("Speedup") == first.headline("Speedup")
     text = log.read_text()
     # Streamlit logs the garbage frame (with its traceback) as a warning; nothing else.
     assert text.count("Traceback") == text.count("Error deserializing back message") == 1, text
@@ -393,7 +394,7 @@ def test_markup_in_links_names_and_labels_is_shown_as_text(chromium, tmp_path: P
         body = page.locator("body").inner_text().replace("\u2060", "")  # word joiners
         assert XSS_SCENARIO_NAME in body, body[:3000]
         assert main.locator("a[href*='evil.example'], iframe, img[src='x']").count() == 0
-        assert metric_text(page, "Speedup") == f"{evaluate(Scenario(draft_len=5)).speedup:.2f}×"
+        assert headline_text(page, "Speedup") == f"{evaluate(Scenario(draft_len=5)).speedup:.2f}×"
 
         # 3. Dataset names and labels inside a file.
         page.goto(url + "/data")

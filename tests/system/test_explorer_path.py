@@ -20,7 +20,7 @@ def test_the_explorer_opens_at_its_addresses(app_url: str, path: str) -> None:
     # the default view's (B, D) heatmap, once (the (G, D) one is drawn on request)
     assert len(run.of_type("plotly_chart")) == 1
     al = evaluate(Scenario(batch=16, draft_len=5)).acceptance_length
-    assert run.metric("Acceptance length") == f"{al:.2f}"
+    assert run.headline("Acceptance length") == f"{al:.2f}"
 
 
 def test_an_address_that_is_no_page_is_still_named(app_url: str) -> None:

@@ -38,11 +38,12 @@ from explorer.interfaces.store_schema import scenarios
 from explorer.specs.measured import AcceptanceCurve, StepTimings
 from explorer.specs.scenario import Acceptance
 from explorer.ui.share import SAVE_OPEN_KEY
+from tests.support import headline
 from tests.support.apptest import open_section
 from tests.support.paths import ROOT
 from tests.support.postgres import postgres_url
 from tests.support.server import free_port, log_problems, start_server, stop_server, wait_healthy
-from tests.support.st_client import StSession, data_upload_input, metric_text, settle
+from tests.support.st_client import StSession, data_upload_input, headline_text, settle
 
 APP = str(ROOT / "app.py")
 
@@ -183,7 +184,7 @@ def plain(text: str) -> str:
 
 
 def _speedup(at: AppTest) -> str:
-    return str(next(m.value for m in at.metric if m.label == "Speedup"))
+    return str(headline.value(at, "Speedup"))
 
 
 def test_database_goes_away_and_comes_back_mid_session(db: Db,
@@ -319,7 +320,7 @@ def test_server_restart_mid_session_and_mid_save(chromium, tmp_path: Path):
     try:
         page.goto(url + "/?d=7&b=8&v=2")
         settle(page)
-        before = metric_text(page, "Speedup")
+        before = headline_text(page, "Speedup")
 
         # 1. The server dies under the open page and comes back on the same address.
         proc.send_signal(signal.SIGKILL)
@@ -335,7 +336,7 @@ def test_server_restart_mid_session_and_mid_save(chromium, tmp_path: Path):
             polling=200)
         settle(page)
         back_s = time.perf_counter() - t0
-        assert metric_text(page, "Speedup") == before
+        assert headline_text(page, "Speedup") == before
         assert "d=7" in page.url and "b=8" in page.url
 
         # 2. Killed right after 'Save & share' is pressed, at a random moment of the save.
@@ -368,7 +369,7 @@ def test_server_restart_mid_session_and_mid_save(chromium, tmp_path: Path):
         other = ctx.new_page()
         other.goto(url + "/" + link.strip())
         settle(other)
-        assert metric_text(other, "Speedup") == before
+        assert headline_text(other, "Speedup") == before
     finally:
         ctx.close()
         stop_server(proc)

@@ -25,7 +25,7 @@ def test_the_first_chart_goes_out_before_the_sidebar(app_url: str) -> None:
     assert _first(run, MAIN, "heading") < chart  # the title first
     # …and the numbers above it are this link's: B=16, D=5
     al = evaluate(Scenario(batch=16, draft_len=5)).acceptance_length
-    assert run.metric("Acceptance length") == f"{al:.2f}"
+    assert run.headline("Acceptance length") == f"{al:.2f}"
     assert [c.id.rsplit("-", 1)[-1] for c in run.of_type("plotly_chart")] == [
         "fig_speedup_heatmap"]
 
@@ -37,6 +37,6 @@ def test_a_value_the_sidebar_corrects_lays_the_page_out_again_for_its_value(app_
         run = s.rerun("hw=mi300x&eng=trtllm&d=5")
     assert run.status == 0 and not run.exceptions
     want = evaluate(Scenario(hardware="mi300x", engine="vllm", draft_len=5))
-    assert run.metric("Speedup") == f"{want.speedup:.2f}×"
+    assert run.headline("Speedup") == f"{want.speedup:.2f}×"
     assert any("eng=trtllm" in a for a in run.alerts())
     assert len(run.of_type("plotly_chart")) == 1  # the view once, not twice

@@ -67,8 +67,8 @@ def test_twenty_sessions_move_sliders_concurrently(chromium, tmp_path: Path):
         try:
             with StSession(url) as s:
                 first = s.rerun(f"d={d}&v=2")
-                got = (first.metric("Speedup"), first.metric("Acceptance length"),
-                       first.metric("Tokens/s per GPU"))
+                got = (first.headline("Speedup"), first.headline("Acceptance length"),
+                       first.headline("Tokens/s per GPU"))
                 if got != table[d] or first.exceptions:
                     errors.append(f"session {i} first run at D={d}: {got} != {table[d]} "
                                   f"{first.exceptions}")
@@ -78,8 +78,8 @@ def test_twenty_sessions_move_sliders_concurrently(chromium, tmp_path: Path):
                     d = rng.choice([x for x in range(D_MAX + 1) if x != d])
                     s.set_slider("d", d)
                     run = s.rerun(f"d={d}&v=2")
-                    got = (run.metric("Speedup"), run.metric("Acceptance length"),
-                           run.metric("Tokens/s per GPU"))
+                    got = (run.headline("Speedup"), run.headline("Acceptance length"),
+                           run.headline("Tokens/s per GPU"))
                     with lock:
                         times.append(run.elapsed_s)
                         moves[i] += 1
@@ -124,7 +124,7 @@ def test_twenty_sessions_move_sliders_concurrently(chromium, tmp_path: Path):
                         return false;
                     const s = document.querySelector(
                         "input[type=range][aria-label='Draft length D']");
-                    const m = [...document.querySelectorAll("[data-testid='stMetric']")]
+                    const m = [...document.querySelectorAll(".headline-number")]
                         .find(e => e.innerText.startsWith('Speedup'));
                     return s && s.value === String(d) && m && m.innerText.includes(speedup);
                 }""", arg=[bd, table[bd][0]], polling=50, timeout=120_000)
@@ -215,8 +215,8 @@ def test_a_ragged_upload_does_not_stall_the_other_sessions(chromium, tmp_path: P
                             run.elapsed_s)
                         if run.status != 0 or run.exceptions:
                             errors.append(f"session {i} D={d}: {run.status} {run.exceptions}")
-                        if run.metric("Speedup") != table[d][0]:
-                            errors.append(f"session {i} D={d}: shows {run.metric('Speedup')}")
+                        if run.headline("Speedup") != table[d][0]:
+                            errors.append(f"session {i} D={d}: shows {run.headline('Speedup')}")
         except Exception as exc:
             errors.append(f"session {i}: {type(exc).__name__}: {exc}")
             if not ready.broken:
