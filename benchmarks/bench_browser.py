@@ -59,7 +59,7 @@ WAIT_JS = """([d, al]) => {
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
     if (document.querySelector("[data-testid='stStatusWidget']")) return false;
     const s = document.querySelector("input[type=range][aria-label='Draft length D']");
-    const m = [...document.querySelectorAll(".headline-number")]
+    const m = [...document.querySelectorAll(".st-key-headline_numbers [data-testid='stColumn']")]
         .find(e => e.innerText.startsWith('Acceptance length'));
     return s && s.value === String(d) && m && m.innerText.includes(al);
 }"""

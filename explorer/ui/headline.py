@@ -21,6 +21,7 @@ import streamlit as st
 from explorer.ui.text import md_text
 
 Tone = Literal["neutral", "good", "bad"]
+KEY = "headline_numbers"  # the row's container: the page's CSS class st-key-headline_numbers
 NOTE_COLOUR: dict[Tone, str] = {"neutral": "gray", "good": "green", "bad": "red"}
 
 
@@ -42,5 +43,6 @@ def markdown(n: Number) -> str:
 
 
 def show(numbers: Sequence[Number]) -> None:
-    for col, n in zip(st.columns(len(numbers)), numbers, strict=True):
-        col.markdown(markdown(n), help=n.help, anchors=False)
+    with st.container(key=KEY):
+        for col, n in zip(st.columns(len(numbers)), numbers, strict=True):
+            col.markdown(markdown(n), help=n.help, anchors=False)

@@ -20,7 +20,7 @@ window.__seen = {};
 const WANT = {
   chart: "[data-testid='stMain'] [data-testid='stPlotlyChart'] .main-svg",
   control: "[data-testid='stSidebar'] [data-testid='stSlider']",
-  metric: ".headline-number",
+  numbers: ".st-key-headline_numbers h3",
 };
 new MutationObserver(() => {
   for (const [k, sel] of Object.entries(WANT))
@@ -39,8 +39,8 @@ def test_the_first_chart_is_drawn_before_the_controls_then_the_page_is_whole(
     page.wait_for_function("() => 'chart' in window.__seen && 'control' in window.__seen",
                            timeout=60_000)
     seen = page.evaluate("() => window.__seen")
-    assert {"chart", "control", "metric"} <= set(seen), seen
-    assert seen["metric"] <= seen["chart"] < seen["control"], seen  # the answer, its chart, then
+    assert {"chart", "control", "numbers"} <= set(seen), seen
+    assert seen["numbers"] <= seen["chart"] < seen["control"], seen  # the answer, its chart, then
     # …the whole page: controls at the link's values, what is below the chart, the link as it was
     assert page.get_by_role("slider", name="Draft length D").input_value() == "5"
     page.get_by_text("Show the speedup over (G, D)").wait_for(timeout=60_000)

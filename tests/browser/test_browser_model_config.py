@@ -11,7 +11,7 @@ import pytest
 
 from explorer import Scenario, evaluate
 from explorer.measured.hf_config import read_config_file, shipped_config_paths
-from explorer.ui import headline
+from tests.support import headline
 from tests.support.st_client import headline_text, settle
 
 pytestmark = pytest.mark.browser
@@ -21,7 +21,7 @@ CONFIG = next(p for p in shipped_config_paths() if p.name == "Qwen--Qwen3-32B_co
 
 
 def speedup(page) -> str:  # type: ignore[no-untyped-def]
-    page.locator(f".{headline.CLASS}").first.wait_for(timeout=60_000)
+    headline.box_in_browser(page, "Speedup").wait_for(timeout=60_000)
     return headline_text(page, "Speedup")
 
 

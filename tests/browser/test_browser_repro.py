@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from explorer.ui import headline
+from tests.support import headline
 from tests.support.paths import SAMPLES
 from tests.support.st_client import data_upload_input, settle
 from tests.unit.test_repro import EXPECTED, repro_files
@@ -38,6 +38,5 @@ def test_every_reproduction_is_refused_by_name_or_used_in_the_browser(chromium, 
     page.goto(app_url + "/?v=2")  # the Explorer still answers
     settle(page)
     # a fresh page load: the run may start after settle() saw the empty page idle
-    expect(page.locator(f".{headline.CLASS}").filter(has_text="Speedup")).to_have_count(
-        1, timeout=60_000)
+    expect(headline.box_in_browser(page, "Speedup")).to_have_count(1, timeout=60_000)
     page.close()

@@ -10,7 +10,7 @@ import pytest
 
 from explorer import Acceptance, Scenario, evaluate
 from explorer.measured import validate_path
-from explorer.ui import headline
+from tests.support import headline
 from tests.support.paths import SAMPLES
 from tests.support.server import app_env, free_port, start_server
 from tests.support.st_client import data_upload_input, headline_text, settle
@@ -23,7 +23,7 @@ METRICS = ("Speedup", "Acceptance length", "Tokens/s per user", "Tokens/s per GP
 
 
 def metrics(page) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    page.locator(f".{headline.CLASS}").first.wait_for(timeout=60_000)
+    headline.box_in_browser(page, METRICS[0]).wait_for(timeout=60_000)
     return {label: headline_text(page, label) for label in METRICS}
 
 

@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from explorer.ui.headline import NOTE_COLOUR, Number, Tone
+from explorer.ui.headline import KEY, NOTE_COLOUR, Number, Tone
+
 
 def unshown(text: str) -> str:
     """The text that md_text escaped for Markdown."""
@@ -44,8 +45,14 @@ def value(at: Any, label: str) -> str:
     return numbers(at)[label].value
 
 
+SELECTOR = f".st-key-{KEY} [data-testid='stColumn']"  # one number's box in the page
+
+
+def box_in_browser(page: Any, label: str) -> Any:
+    """The box of the number under this label (a Playwright locator)."""
+    return page.locator(SELECTOR).filter(has_text=re.compile(rf"^{re.escape(label)}\s")).first
+
+
 def value_in_browser(page: Any, label: str) -> str:
     """The value under this label, as the browser shows it."""
-    box = (page.get_by_test_id("stMarkdownContainer").filter(has=page.locator("h3"))
-           .filter(has_text=re.compile(rf"^{re.escape(label)}\s")).first)
-    return str(box.locator("h3").inner_text())
+    return str(box_in_browser(page, label).locator("h3").inner_text()).strip()

@@ -40,7 +40,8 @@ class Run:
 
     def headline(self, label: str) -> str:
         """A headline number's value as shown (explorer/ui/headline.py)."""
-        return headline.parse(str(m.body) for m in self.of_type("markdown"))[label].value
+        return headline.parse((str(m.body), str(m.help))
+                              for m in self.of_type("markdown"))[label].value
 
     @property
     def exceptions(self) -> list[str]:

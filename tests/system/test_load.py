@@ -124,7 +124,8 @@ def test_twenty_sessions_move_sliders_concurrently(chromium, tmp_path: Path):
                         return false;
                     const s = document.querySelector(
                         "input[type=range][aria-label='Draft length D']");
-                    const m = [...document.querySelectorAll(".headline-number")]
+                    const m = [...document.querySelectorAll(
+                        ".st-key-headline_numbers [data-testid='stColumn']")]
                         .find(e => e.innerText.startsWith('Speedup'));
                     return s && s.value === String(d) && m && m.innerText.includes(speedup);
                 }""", arg=[bd, table[bd][0]], polling=50, timeout=120_000)
