@@ -264,7 +264,7 @@ def _view_switcher(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[
         if linked is not None and linked not in us.VIEWS:  # named by the link's warnings
             del st.query_params[us.VIEW_KEY]
     if first_paint.now():  # the switcher comes with the other controls, in its place
-        st.empty()
+        first_paint.place(first_paint.SEGMENTED_PX)
         view = st.session_state[us.VIEW_KEY]
     else:
         # Not bind="query-params": a bound widget writes its label ("Pareto & SLO") into the
@@ -307,7 +307,7 @@ def _surface_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[]
     drawn while the sliders move; marked, they are drawn anew on every move (a fragment: the
     toggle reruns only this view)."""
     if first_paint.now():  # the toggle comes with the other controls, in its place
-        st.empty()
+        first_paint.place(first_paint.TOGGLE_PX)
         mark = False
     else:
         mark = st.toggle("Mark the current point on the charts (redraws them on every move)",
@@ -499,7 +499,7 @@ def _apply_button(values: dict[str, Any], mechanism: str, draft_len: int, name: 
         st.caption("The sidebar is at the recommendation.")
         return
     if first_paint.now():  # a control: it comes with the others, in its place
-        st.empty()
+        first_paint.place(first_paint.BUTTON_PX)
         return
     st.button(f"Apply: {name}, D = {draft_len}", key=APPLY_KEY, icon=":material/done_all:",
               on_click=apply_recommendation, args=(values, mechanism, draft_len),

@@ -84,6 +84,16 @@ def draws_chart() -> bool:
     return not drawn
 
 
+# The heights of the controls a first paint leaves a place for (px, as drawn in Chromium): the
+# place holds their room, so the chart below does not move when they come.
+BUTTON_PX, SEGMENTED_PX, TOGGLE_PX = 40, 32, 24
+
+
+def place(height_px: int) -> None:
+    """An empty place of a control's height, where the next run draws the control."""
+    st.container(height=height_px, border=False)
+
+
 def report_when_drawn() -> None:
     """The sidebar of the first paint: the note, and the script that asks for the whole page."""
     with st.sidebar:

@@ -25,8 +25,13 @@ const WANT = {
 new MutationObserver(() => {
   for (const [k, sel] of Object.entries(WANT))
     if (!(k in window.__seen) && document.querySelector(sel)) window.__seen[k] = performance.now();
+  // where the first chart was when it was drawn (the controls then come in their places)
+  if ('chart' in window.__seen && !('chartTop' in window.__seen))
+    window.__seen.chartTop = document.querySelector(WANT.chart).getBoundingClientRect().top;
 }).observe(document, {childList: true, subtree: true});
 """
+CHART_TOP = ("() => document.querySelector(\"[data-testid='stMain'] [data-testid='stPlotlyChart'] "
+             ".main-svg\").getBoundingClientRect().top")
 
 
 def test_the_first_chart_is_drawn_before_the_controls_then_the_page_is_whole(
@@ -45,6 +50,9 @@ def test_the_first_chart_is_drawn_before_the_controls_then_the_page_is_whole(
     assert page.get_by_role("slider", name="Draft length D").input_value() == "5"
     page.get_by_text("Show the speedup over (G, D)").wait_for(timeout=60_000)
     assert page.get_by_text("Loading the controls").count() == 0
+    # the switcher, the toggle and the Apply button came in places of their height: the chart
+    # the person was looking at did not move (it moved ~140 px down before)
+    assert abs(page.evaluate(CHART_TOP) - seen["chartTop"]) <= 2, seen
     assert re.search(r"[?&]b=16(&|$)", page.url) and re.search(r"[?&]d=5(&|$)", page.url)
     al = evaluate(Scenario(batch=16, draft_len=5)).acceptance_length
     assert headline_text(page, "Acceptance length") == f"{al:.2f}"
