@@ -10,7 +10,8 @@ from explorer.analysis.deploy import POLICY_NAMES, deploy
 from explorer.interfaces import view_state as us
 from explorer.specs.deployment import DEFAULT_PROFILE, profile_from_url
 from explorer.specs.scenario import Scenario
-from explorer.ui.deploy_page import EDITOR_OPEN_KEY, INVERSE_OPEN_KEY
+from explorer.ui.deploy_page import EDITOR_OPEN_KEY, INVERSE_OPEN_KEY, POLICY_LABELS
+from tests.support import headline
 from tests.support.apptest import goto, open_section, run_app
 
 
@@ -43,6 +44,15 @@ def test_page_agrees_with_deploy_for_the_default() -> None:
         assert row["tokens/s per user p90"] == pytest.approx(p.tokens_per_s_per_user_p90,
                                                              abs=0.05)
         assert row["gap to oracle"] == f"{p.gap_to_oracle:.1%}"
+    # the headline: the chosen policy's figures, the speed-up against speculation off under them
+    title = next(h.value for h in at.subheader if h.value.startswith("Policy to run: "))
+    chosen = api.policy(next(name for name, label in POLICY_LABELS.items()
+                             if title.removeprefix("Policy to run: ").startswith(label)))
+    shown = headline.numbers(at)
+    assert shown["Tokens/s per GPU"].value == f"{chosen.tokens_per_s_per_gpu:,.0f}"
+    assert shown["Tokens/s per GPU"].note == f"{chosen.speedup:.2f}× vs off"
+    assert shown["Tokens/s per user p90"].value == f"{chosen.tokens_per_s_per_user_p90:,.1f}"
+    assert shown["Gap to oracle"].value == f"{chosen.gap_to_oracle:.1%}"
     # below the policy, what a drafter must reach is drawn when opened (issue 24: the page
     # sends one chart, not three, and no editor form until asked)
     assert [c.key for c in at.get("plotly_chart")] == ["dp_fig_sched"]
