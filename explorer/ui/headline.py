@@ -1,13 +1,13 @@
 """A page's headline numbers (speedup, AL, tokens/s, memory): a row of Markdown, not metric
 widgets.
 
-Measured (benchmarks/bench_floor.py's pairing, a DOM timeline in Chromium on 2 cores, 8 rounds):
-the browser loads each kind of element's code on its first use, and on a session's first look at
-the Explorer the five `st.metric` (their code with a number-formatting library) and the Apply
-button held its chart back ~0.07× the framework floor; the same numbers as Markdown with HTML
-(whose parser is a 190 KB chunk) ~0.05×, as `st.html` ~0.03×. Markdown in columns is drawn by code
-the page has loaded already: label, value, a tinted note under it (the interval, the baseline,
-the capacity), the explanation behind the help icon.
+The browser loads each kind of element's code on its first use. Measured on a session's first
+look at the Explorer (five servers alternated in one Chromium, 8 rounds, the first chart against
+the framework floor of benchmarks/bench_floor.py): with five `st.metric` and the Apply button in
+the first paint 1.14×; with Apply left for the controls' run, the numbers as Markdown with HTML
+(whose parser is a 190 KB chunk) 1.12×, as `st.html` 1.09×, as Markdown in columns 1.07× — code
+the page has loaded already. They read the same: label, value, a tinted badge under it (the
+interval, the baseline, the capacity), the explanation behind the help icon.
 """
 
 from __future__ import annotations
