@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
 import statistics
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from explorer import Scenario, evaluate  # noqa: E402
+from tests.support import headline  # noqa: E402
 from tests.support.server import free_port, memory_mib, start_server, stop_server  # noqa: E402
 from tests.support.st_client import StSession, settle  # noqa: E402
 
@@ -59,10 +61,10 @@ WAIT_JS = """([d, al]) => {
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
     if (document.querySelector("[data-testid='stStatusWidget']")) return false;
     const s = document.querySelector("input[type=range][aria-label='Draft length D']");
-    const m = [...document.querySelectorAll(".st-key-headline_numbers [data-testid='stColumn']")]
+    const m = [...document.querySelectorAll(SELECTOR)]
         .find(e => e.innerText.startsWith('Acceptance length'));
     return s && s.value === String(d) && m && m.innerText.includes(al);
-}"""
+}""".replace("SELECTOR", json.dumps(headline.SELECTOR))  # one number's box
 PAINT_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 
 

@@ -16,7 +16,7 @@ from tests.support.apptest import goto, open_section, run_app
 
 
 def _cell(text: str) -> object:
-    text = re.sub(r"\\(.)", r"\1", text.strip())  # shown literally: Markdown escapes
+    text = headline.unshown(text.strip())  # shown literally: Markdown escapes
     try:
         return float(text.replace(",", ""))
     except ValueError:

@@ -4,12 +4,14 @@ the whole page by itself: the controls at the link's values, the charts below th
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from explorer import Scenario, evaluate
+from tests.support import headline
 from tests.support.st_client import headline_text, settle
 
 pytestmark = pytest.mark.browser
@@ -20,7 +22,7 @@ window.__seen = {};
 const WANT = {
   chart: "[data-testid='stMain'] [data-testid='stPlotlyChart'] .main-svg",
   control: "[data-testid='stSidebar'] [data-testid='stSlider']",
-  numbers: ".st-key-headline_numbers h3",
+  numbers: NUMBERS,
 };
 new MutationObserver(() => {
   for (const [k, sel] of Object.entries(WANT))
@@ -29,7 +31,7 @@ new MutationObserver(() => {
   if ('chart' in window.__seen && !('chartTop' in window.__seen))
     window.__seen.chartTop = document.querySelector(WANT.chart).getBoundingClientRect().top;
 }).observe(document, {childList: true, subtree: true});
-"""
+""".replace("NUMBERS", json.dumps(headline.SELECTOR + " h3"))  # the headline numbers' values
 CHART_TOP = ("() => document.querySelector(\"[data-testid='stMain'] [data-testid='stPlotlyChart'] "
              ".main-svg\").getBoundingClientRect().top")
 

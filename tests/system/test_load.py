@@ -11,6 +11,7 @@ cores. The browser page measures what a person sees under that load, rendering i
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import statistics
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from explorer import Scenario, evaluate
+from tests.support import headline
 from tests.support.server import free_port, log_problems, memory_mib, start_server, stop_server
 from tests.support.st_client import StSession, data_upload_input, settle
 
@@ -124,11 +126,11 @@ def test_twenty_sessions_move_sliders_concurrently(chromium, tmp_path: Path):
                         return false;
                     const s = document.querySelector(
                         "input[type=range][aria-label='Draft length D']");
-                    const m = [...document.querySelectorAll(
-                        ".st-key-headline_numbers [data-testid='stColumn']")]
+                    const m = [...document.querySelectorAll(SELECTOR)]
                         .find(e => e.innerText.startsWith('Speedup'));
                     return s && s.value === String(d) && m && m.innerText.includes(speedup);
-                }""", arg=[bd, table[bd][0]], polling=50, timeout=120_000)
+                }""".replace("SELECTOR", json.dumps(headline.SELECTOR)),
+                arg=[bd, table[bd][0]], polling=50, timeout=120_000)
             browser_times.append(time.perf_counter() - t0)
         assert re.search(rf"[?&]d={bd}(&|$)", page.url), page.url
         ctx.close()
