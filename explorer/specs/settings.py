@@ -100,6 +100,7 @@ class Setting:
     overrides_preset: bool = False  # replaces a number of the model/mechanism preset
     symbol: str = ""  # short mention, e.g. in "Override of the preset: G"
     applies_when: tuple[str, Scalar] | None = None  # only meaningful when that setting has that
+    moe_only: bool = False  # only meaningful for a target with routed experts (MoE)
     flag: str | None = None  # CLI flag (scenario options; view-only ones on `scenario save`)
     sweep: bool = False  # `sweep` takes a list or range for it
     # A "text" setting: its own check of a link's value (None: valid), its longest value, and
@@ -215,10 +216,10 @@ SETTINGS: tuple[Setting, ...] = (
             field="moe_dtype", description="routed-expert weight/GEMM dtype (MoE models; "
             "default: the weights dtype)",
             help="Deployments often quantize the routed experts further than the rest (NVFP4 "
-            "experts with BF16 attention): their GEMMs and weight bytes use this dtype. "
-            "Dense models have no routed experts.",
+            "experts with BF16 attention): their GEMMs and weight bytes use this dtype "
+            "(offered for MoE targets only).",
             options=MOE_DTYPE_OPTIONS, none_value="", none_label="same as weights",
-            flag="--moe-dtype", parse=normalize_dtype),
+            moe_only=True, flag="--moe-dtype", parse=normalize_dtype),
     Setting("kv", "KV dtype", "KV-cache dtype", str, "bf16", "Workload", field="kv_dtype",
             description="KV-cache dtype", options=KV_DTYPE_OPTIONS, flag="--kv-dtype"),
     Setting("eng", "serving engine", "Serving engine", str, DEFAULT_ENGINE, "Workload",

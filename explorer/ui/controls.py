@@ -14,14 +14,12 @@ from explorer.interfaces import view_state as us
 from explorer.presets import hardware_presets, model_presets, sample_curves
 from explorer.specs.hardware import HARDWARE_GROUPS
 from explorer.specs.settings import SETTINGS, Setting
+from explorer.ui import model_upload
 from explorer.ui.text import md_text
 
 WARNINGS_KEY = "_url_warnings"
 RESETS_KEY = "_url_resets"  # link values that fell back, set again on the second run
 DRAWN_KEY = "_sidebar_drawn"  # the widgets exist (not before a first paint's report: first_paint)
-# Drawn only where they apply (a draft model for the external mechanism, α for the i.i.d. AL
-# source, a sample curve for that source): a disabled widget costs as much to draw as a live one.
-HIDDEN_UNLESS_APPLICABLE = {"dm", "a", "curve"}
 OVERRIDES_OPEN_KEY = "overrides_open"  # the preset overrides' expander (open: its widgets drawn)
 # What the sidebar said when it changed a choice the others rule out: said again in the run
 # that follows (the Explorer lays its page out again where the sidebar changed a value it had
@@ -139,9 +137,6 @@ def _widget(s: Setting, v: dict[str, Any], carried: dict[str, str],
     common: dict[str, Any] = {"key": s.key, "help": s.help}
     if not named:
         common["bind"] = "query-params"
-    if s.applies_when is not None:
-        other, wanted = s.applies_when
-        common["disabled"] = v.get(other) != wanted
     # A value the session holds already (a link, Apply, a saved scenario set it) wins over a
     # default; passing one beside it makes Streamlit log that the widget had both.
     held = s.key in st.session_state
@@ -221,16 +216,16 @@ def sidebar(again: bool = False) -> dict[str, Any]:
     last_override = [s.key for s in SETTINGS if s.overrides_preset][-1:]
     overrides: DeltaGenerator | None = None  # the preset overrides' expander, where open
     asked = False  # whether that expander is drawn yet
+    # Read first: a widget may depend on them (the expert dtype on a custom target's experts).
+    on_pages = {s.key: page_setting(s) for s in SETTINGS if s.page is not None}
     for s in SETTINGS:
         if s.page is not None:
-            v[s.key] = page_setting(s)
+            v[s.key] = on_pages[s.key]
             continue
         if s.section != section:
             (sb.header if section is None else sb.subheader)(s.section)
             section = s.section
-        hidden = s.key in HIDDEN_UNLESS_APPLICABLE and s.applies_when is not None \
-            and v.get(s.applies_when[0]) != s.applies_when[1]
-        if hidden:
+        if not applies(s, v):
             v[s.key] = st.session_state.get(s.key, s.default)
             if us.shown_by_name(s):  # not shown: out of the link, as a bound widget's value goes
                 link(s, s.default)
@@ -253,6 +248,19 @@ def sidebar(again: bool = False) -> dict[str, Any]:
     if RESETS_KEY in st.session_state:  # the link set a widget the view rejected: again
         st.rerun()
     return v
+
+
+def applies(s: Setting, v: dict[str, Any]) -> bool:
+    """Whether the setting means anything beside the values before it (a draft model for the
+    external mechanism, α for the i.i.d. AL source, a sample curve for that source, the expert
+    dtype for an MoE target). Its widget is drawn only where it does: a disabled widget costs
+    as much to draw as a live one, and one that changes nothing misleads."""
+    if s.moe_only:
+        custom = model_upload.target()  # a model from its config.json replaces the preset
+        model = custom if custom is not None else model_presets().get(str(v.get("m")))
+        if model is None or not model.is_moe:
+            return False
+    return s.applies_when is None or v.get(s.applies_when[0]) == s.applies_when[1]
 
 
 def _overrides_box() -> DeltaGenerator | None:

@@ -1,9 +1,14 @@
-"""AppTest: the MoE expert dtype widget drives the scenario and a link sets it; the Presets &
+"""AppTest: the MoE expert dtype widget drives the scenario, a link sets it, and it is offered
+for MoE targets only (a dense model has no experts to quantize); the Presets &
 sources page shows the roofline's cross-validated error and model vs measured with residuals."""
 
 from __future__ import annotations
 
+from streamlit.testing.v1 import AppTest
+
 from explorer import Scenario, evaluate
+from explorer.presets import model_presets
+from explorer.specs.compact import pack
 from tests.support import headline
 from tests.support.apptest import goto, run_app
 
@@ -26,6 +31,36 @@ def test_the_moe_dtype_widget_drives_the_scenario():
 
 def test_a_link_with_a_moe_dtype_opens_with_it():
     at = run_app(m="qwen3-30b-a3b", tp="1", moe="fp8", v="2")
+    assert at.selectbox(key="moe").value == "fp8"
+
+
+def _keys(at: AppTest) -> set[str]:
+    """The sidebar's selectboxes."""
+    return {w.key for w in at.sidebar.selectbox}
+
+
+def test_the_moe_dtype_is_offered_for_moe_targets_only():
+    at = run_app()  # Llama-3.1-70B: dense
+    assert "moe" not in _keys(at) and "kv" in _keys(at)
+    at.selectbox(key="m").set_value("qwen3-30b-a3b").run()
+    assert not at.exception and "moe" in _keys(at)
+    at.selectbox(key="m").set_value("llama-3.1-8b").run()
+    assert not at.exception and "moe" not in _keys(at)
+
+
+def test_a_custom_moe_target_offers_the_expert_dtype():
+    moe = model_presets()["qwen3-30b-a3b"].model_copy(update={"slug": "hf-moe-00000000"})
+    at = run_app(cm=pack(moe), tp="1")  # the preset beside it (Llama-3.1-70B) is dense
+    assert not at.exception and "moe" in _keys(at)
+
+
+def test_a_link_with_a_moe_dtype_on_a_dense_model_opens_without_it():
+    at = run_app(moe="fp8", v="2")  # the dense default: the setting changes nothing there
+    assert not at.exception and not at.warning
+    assert "moe" not in _keys(at)
+    assert headline.value(at, "Speedup") == _speedup(model="llama-3.1-70b", tp=2)
+    assert at.query_params["moe"] == "fp8"  # kept: an MoE target takes it
+    at.selectbox(key="m").set_value("qwen3-30b-a3b").run()
     assert at.selectbox(key="moe").value == "fp8"
 
 
