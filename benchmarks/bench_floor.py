@@ -22,6 +22,15 @@ the same commit as the first chart, after that evaluation and before the chart's
 Sending the chart before the sidebar, or after it, does not change that order (measured both).
 So a browser session's first run of a chart page draws no controls: they come in the run the
 drawn chart asks for (explorer/ui/first_paint.py), and a page is settled only once they are there.
+
+What that costs the Explorer's settle (paired runs, 8 rounds, returning visits): the second run's
+server side is small (11–15 ms CPU, its deltas in 30–110 ms); the rest is the browser drawing
+~15 Streamlit widgets and the page again, 0.35–0.5 s on 2 loaded cores. Without the sidebar's
+widgets the page settles ~0.15× sooner; without its eight selectboxes ~0.05×, its five sliders
+~0.05×; loading the widgets' code ahead (import() at the report) and reporting before the chart
+change nothing or delay the chart (1.29×). The floor with a sidebar of the same widgets in one
+run settles at 1.17× the floor, but its first chart is 1.20× on a first visit: in Streamlit
+1.67 a page with that many controls meets the first-chart goals or ~1.2× settle, not both.
 """
 
 from __future__ import annotations
