@@ -205,6 +205,15 @@ def predicted_values() -> dict[str, Any]:
             else linked.get(s.key, s.default) for s in SETTINGS}
 
 
+def _held(s: Setting) -> Any:
+    """A setting not drawn here holds what `predicted_values` reads: a bound widget's link value
+    stays in the link while it does not apply (back when it does), and a value that differs from
+    the prediction would lay the Explorer out twice on every run (render: EARLY_MISS)."""
+    if s.key in st.session_state or s.key not in st.query_params:
+        return st.session_state.get(s.key, s.default)
+    return us.decode({s.key: st.query_params.get_all(s.key)}).values.get(s.key, s.default)
+
+
 def sidebar(again: bool = False) -> dict[str, Any]:
     """Render the controls; return the values keyed like the URL. `again`: this run repeats
     the last one's (its fallback warnings are said again)."""
@@ -226,8 +235,8 @@ def sidebar(again: bool = False) -> dict[str, Any]:
             (sb.header if section is None else sb.subheader)(s.section)
             section = s.section
         if not applies(s, v):
-            v[s.key] = st.session_state.get(s.key, s.default)
-            if us.shown_by_name(s):  # not shown: out of the link, as a bound widget's value goes
+            v[s.key] = _held(s)
+            if us.shown_by_name(s):  # not shown: out of the link
                 link(s, s.default)
             continue
         where = sb

@@ -4,11 +4,13 @@ sources page shows the roofline's cross-validated error and model vs measured wi
 
 from __future__ import annotations
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer import Scenario, evaluate
 from explorer.presets import model_presets
 from explorer.specs.compact import pack
+from explorer.ui import explorer_page
 from tests.support import headline
 from tests.support.apptest import goto, run_app
 
@@ -62,6 +64,18 @@ def test_a_link_with_a_moe_dtype_on_a_dense_model_opens_without_it():
     assert at.query_params["moe"] == "fp8"  # kept: an MoE target takes it
     at.selectbox(key="m").set_value("qwen3-30b-a3b").run()
     assert at.selectbox(key="moe").value == "fp8"
+
+
+def test_a_hidden_moe_dtype_does_not_lay_the_explorer_out_twice(monkeypatch: pytest.MonkeyPatch):
+    """The sidebar's value of a setting it does not draw is the one the early view predicted:
+    else every run on a dense model with `moe` in its link is laid out twice (EARLY_MISS)."""
+    at = run_app(moe="fp8", v="2")
+    calls: list[object] = []
+    first = explorer_page.render_first
+    monkeypatch.setattr(explorer_page, "render_first",
+                        lambda *a, **k: calls.append(a) or first(*a, **k))
+    at.slider(key="d").set_value(4).run()
+    assert not at.exception and len(calls) == 1
 
 
 def test_presets_page_shows_roofline_errors_and_model_vs_measured():
