@@ -25,7 +25,9 @@ from explorer.ui import (
 
 _started = time.perf_counter()
 _started_cpu = time.thread_time()  # this run's own CPU (the script thread)
-st.set_page_config(page_title="SpecDec Explorer", page_icon=":material/bolt:", layout="wide")
+# The tab's icon is an emoji, which Streamlit draws in the page (an inline SVG): a Material icon
+# here is fetched from fonts.gstatic.com, which a host with no internet access cannot reach.
+st.set_page_config(page_title="SpecDec Explorer", page_icon="⚡", layout="wide")
 controls.check_url_once()
 if state.ACTIVE_CURVE in st.session_state:  # keep the chosen upload on the other pages, which
     st.session_state[state.ACTIVE_CURVE] = st.session_state[state.ACTIVE_CURVE]  # drop it

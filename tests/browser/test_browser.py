@@ -72,6 +72,25 @@ def test_sliders_url_recommendation_and_shared_link(chromium, app_url: str, arti
     other_ctx.close()
 
 
+PAGES = ("", "data", "sources", "compare", "codesign", "deploy", "?v=al", "?v=pareto",
+         "?v=tiles", "?v=gemm", "?v=time", "?v=mechanisms", "?v=sources", "?v=export")
+
+
+def test_every_page_asks_only_its_own_host(chromium, app_url: str):
+    """A deployment with no internet access (a lab's own network) loads every page whole: no
+    font, icon or script comes from elsewhere (the tab's icon once came from fonts.gstatic.com)."""
+    page = chromium.new_page()
+    elsewhere: list[str] = []
+    page.on("request", lambda r: None if r.url.split(":", 1)[0] in ("data", "blob")
+            or r.url.startswith(app_url) else elsewhere.append(r.url))
+    for path in PAGES:
+        page.goto(f"{app_url}/{path}")
+        settle(page)
+    page.wait_for_timeout(500)  # the icon is set after the script run
+    assert elsewhere == [], elsewhere
+    page.close()
+
+
 def test_bad_link_warns_in_the_page(chromium, app_url: str):
     page = chromium.new_page()
     page.goto(app_url + "/?d=99&hw=nope&v=2")
