@@ -95,11 +95,12 @@ def best_draft_len(
     )
 
 
-def break_even_text(bd: BestDraftLen) -> str:
+def break_even_text(bd: BestDraftLen, at: str = "at this context") -> str:
     """The break-even batch: the speed threshold from which no D ≥ 1 beats plain decoding
     (`break_even_batch`, by speed alone), with "marginal" where the 80 % interval of the best
     speedup spans 1×; then, named apart, where memory stops the speculative points (the
-    best-D table among points that fit falls to D = 0 there)."""
+    best-D table among points that fit falls to D = 0 there) and the largest batch that fits
+    (`at`: where, e.g. "at S=8K"), said once."""
     b = bd.batch
     speed = bd.speed_best_speedup
     be = bd.break_even_batch
@@ -128,16 +129,19 @@ def break_even_text(bd: BestDraftLen) -> str:
     # Memory, apart: the first B (below the speed threshold) whose speculative point does not
     # fit, though speed alone would pay there.
     mem = next((i for i in range(stop) if pays[i] and bd.best_draft_len[i] == 0), None)
-    if mem is not None and bd.max_batch_in_memory is None and not any(
-            d > 0 for d in bd.best_draft_len):
-        text += ". Memory, not speed, stops it: no batch fits in memory at this context"
-    elif mem is not None:
-        fits_plain = bd.max_batch_in_memory is not None and b[mem] <= bd.max_batch_in_memory
-        text += (f". Memory, not speed, stops it from B ≈ {b[mem]}: "
-                 + ("the speculative point (draft weights, draft KV, the wider verify batch) "
-                    "does not fit; plain decoding does" if fits_plain
-                    else "no batch that large fits in memory"))
-    return text
+    max_b = bd.max_batch_in_memory
+    if max_b is None:
+        if mem is not None and not any(d > 0 for d in bd.best_draft_len):
+            return text + f". Memory, not speed, stops it: no batch fits in memory {at}."
+        return text + "."
+    if mem is not None and b[mem] > max_b:  # the grid's next B after the largest that fits
+        return (text + f". Memory, not speed, stops it above **B = {max_b}**, the largest "
+                f"batch that fits in memory {at}.")
+    if mem is not None:
+        text += (f". Memory, not speed, stops it from B ≈ {b[mem]}: the speculative point "
+                 "(draft weights, draft KV, the wider verify batch) does not fit; plain "
+                 "decoding does")
+    return text + f". The largest batch that fits in memory {at} is **B = {max_b}**."
 
 
 class ParetoFrontier(BaseModel):

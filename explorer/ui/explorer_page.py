@@ -228,13 +228,8 @@ def _answer(sc: Scenario, js: charts.Key, rec: Recommendation, values: dict[str,
                  + "\n".join(f"- {md_text(h)}" for h in rec.fit_hints))
     if rec.worth_training is not None:  # a question, apart from the headline
         st.caption(md_text(rec.worth_training.text))
-    bd = charts.best(js)
-    max_b = bd.max_batch_in_memory
-    st.markdown(
-        f"**Break-even batch** for {sc.mechanism}: " + break_even_text(bd)
-        + (f". At S={sc.context // 1024}K the largest batch that fits in memory is "
-           f"**B = {max_b}**." if max_b else ".")  # the text says when nothing fits
-    )
+    st.markdown(f"**Break-even batch** for {sc.mechanism}: "
+                + break_even_text(charts.best(js), f"at S={sc.context // 1024}K"))
 
 
 def _guidelines(rec: Recommendation) -> None:

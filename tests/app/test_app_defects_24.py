@@ -143,3 +143,19 @@ def test_the_targets_are_set_in_the_pareto_view_and_kept_in_the_link():
     assert at.query_params["usd"] == "3" and at.query_params["slo"] == "60"
     at.segmented_control(key="vw").set_value("surface").run()  # another view keeps them
     assert at.query_params["usd"] == "3" and at.query_params["slo"] == "60"
+
+
+def test_the_break_even_line_names_the_memory_limit_once_at_its_context() -> None:
+    """70B on 2×H200 at 8K (the default): speculation pays by speed at every B, and memory stops
+    it above B = 46. The line once said "from B ≈ 53" (the grid's next B) and then "the largest
+    batch that fits in memory is B = 46"; at 32K the limit and its context move together."""
+    from explorer import Scenario, best_draft_len
+
+    for ctx in (8192, 32768):
+        max_b = best_draft_len(Scenario(context=ctx)).max_batch_in_memory
+        assert max_b == {8192: 46, 32768: 12}[ctx]
+        at = run_app(ctx=str(ctx))
+        line = next(m.value for m in at.markdown if m.value.startswith("**Break-even batch**"))
+        assert line.endswith(f"stops it above **B = {max_b}**, the largest batch that fits in "
+                             f"memory at S={ctx // 1024}K."), line
+        assert "B ≈ 53" not in line and line.count(f"B = {max_b}**") == 1, line

@@ -65,8 +65,9 @@ def test_break_even_sentence_agrees_with_the_best_d_table():
                if b >= first_zero)
     assert bd.break_even_batch is not None and bd.break_even_batch > first_zero
     assert f"from **B ≈ {bd.break_even_batch}** no D ≥ 1 beats plain decoding" in text
-    assert f"Memory, not speed, stops it from B ≈ {first_zero}" in text
-    assert "fits in memory" in text
+    max_b = bd.max_batch_in_memory
+    assert max_b is not None and bd.batch[bd.batch.index(max_b) + 1] == first_zero
+    assert f"Memory, not speed, stops it above **B = {max_b}**, the largest batch that fits" in text
 
 
 def test_break_even_every_b_only_when_the_table_says_so():

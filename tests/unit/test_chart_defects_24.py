@@ -95,10 +95,14 @@ def test_break_even_is_the_speed_threshold_not_the_memory_limit():
     text = break_even_text(bd)
     assert "pays up to **B ≈ 46**" not in text  # the memory limit was called the break-even
     assert text.startswith("by speed, speculation pays at every B from 1 to 4096")
-    assert "Memory, not speed, stops it from B ≈ 53" in text
+    # the memory limit once, at the B that fits (not "from B ≈ 53", the grid's next B, beside
+    # "the largest batch that fits in memory is B = 46")
+    assert text.endswith("Memory, not speed, stops it above **B = 46**, the largest batch that "
+                         "fits in memory at this context.")
+    assert "53" not in text and text.count("46") == 1
     none = break_even_text(best_draft_len(Scenario(model="llama-3.1-405b", hardware="h100",
                                                    tp=1, batch=8)))
-    assert none.endswith("no batch fits in memory at this context") and "B ≈ 1:" not in none
+    assert none.endswith("no batch fits in memory at this context.") and "B ≈ 1:" not in none
 
 
 def test_break_even_says_marginal_where_the_interval_spans_one():
