@@ -38,7 +38,11 @@ class BestDraftLen(BaseModel):
     speed_best_draft_len: list[int]  # by speed alone
     speed_best_speedup: list[float]
     break_even_batch: int | None  # smallest B from which no D ≥ 1 beats plain decoding
-    max_batch_in_memory: int | None  # largest B of the grid whose plain decoding fits
+    # The largest B (every B up to the grid's last, not only the grid's) whose point fits in
+    # memory, the drafter's weights and KV included; and whose plain decoding fits (None in
+    # records made before it existed).
+    max_batch_in_memory: int | None
+    max_batch_plain: int | None = None
     # 80 % interval of the speed-best speedup per B (AL draws and timing error): where it
     # spans 1 the B is "marginal", not "pays". Empty in records made before it existed.
     speed_best_low: list[float] = []
@@ -76,7 +80,7 @@ def best_draft_len(
     elif paying[-1] < len(b) - 1:
         break_even = int(b[paying[-1] + 1])
     al = g.acceptance_length[np.arange(len(b)), idx]
-    fitting = np.nonzero(g.fits_in_memory[:, 0])[0]
+    max_fit, max_plain = m.largest_batches(scenario.context, int(b.max()))
     rows = np.arange(len(b))
     draws = speedup_draws(g, m.acceptance(d[None, :]), d[None, :],
                           scenario.engine)[:, rows, speed_idx]
@@ -90,7 +94,7 @@ def best_draft_len(
         speed_best_draft_len=[int(d[i]) for i in speed_idx],
         speed_best_speedup=[float(x) for x in speed_best],
         break_even_batch=break_even,
-        max_batch_in_memory=int(b[fitting[-1]]) if fitting.size else None,
+        max_batch_in_memory=max_fit, max_batch_plain=max_plain,
         speed_best_low=[float(x) for x in low], speed_best_high=[float(x) for x in high],
     )
 
@@ -129,19 +133,20 @@ def break_even_text(bd: BestDraftLen, at: str = "at this context") -> str:
     # Memory, apart: the first B (below the speed threshold) whose speculative point does not
     # fit, though speed alone would pay there.
     mem = next((i for i in range(stop) if pays[i] and bd.best_draft_len[i] == 0), None)
-    max_b = bd.max_batch_in_memory
+    max_b, plain = bd.max_batch_in_memory, bd.max_batch_plain
+    # The drafter's memory (weights, KV) is the same at every D, so where a speculative point
+    # does not fit, none does; plain decoding, without the drafter, may fit a little further.
+    with_it = "in memory" if plain is None or plain == max_b else "with its drafter"
+    plain_too = "" if plain is None or plain == max_b else f" (plain decoding: B = {plain})"
     if max_b is None:
-        if mem is not None and not any(d > 0 for d in bd.best_draft_len):
-            return text + f". Memory, not speed, stops it: no batch fits in memory {at}."
+        if mem is not None:
+            return (text + f". Memory, not speed, stops it: no batch fits {with_it} {at}"
+                    + (f"; plain decoding fits up to B = {plain}." if plain else "."))
         return text + "."
-    if mem is not None and b[mem] > max_b:  # the grid's next B after the largest that fits
-        return (text + f". Memory, not speed, stops it above **B = {max_b}**, the largest "
-                f"batch that fits in memory {at}.")
     if mem is not None:
-        text += (f". Memory, not speed, stops it from B ≈ {b[mem]}: the speculative point "
-                 "(draft weights, draft KV, the wider verify batch) does not fit; plain "
-                 "decoding does")
-    return text + f". The largest batch that fits in memory {at} is **B = {max_b}**."
+        return (text + f". Memory, not speed, stops it above **B = {max_b}**, the largest "
+                f"batch that fits {with_it} {at}{plain_too}.")
+    return text + f". The largest batch that fits {with_it} {at} is **B = {max_b}**{plain_too}."
 
 
 class ParetoFrontier(BaseModel):

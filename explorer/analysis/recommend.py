@@ -450,23 +450,18 @@ def fit_hints(scenario: Scenario, slug: str | None) -> tuple[int | None, list[st
     except ScenarioError:
         return None, []
     hbm = m.r.hardware.hbm_bytes
-    b = np.arange(1, cand.batch + 1, dtype=np.float64)
-    total = m.memory_bytes(b, cand.context, m.r.group)
-    plain = total - m.draft_memory_bytes(b, cand.context, m.r.group)
-    need = float(total[-1])
-    fits, plain_fits = np.nonzero(total <= hbm)[0], np.nonzero(plain <= hbm)[0]
+    need = float(m.memory_bytes(np.asarray([cand.batch]), cand.context, m.r.group)[0])
+    max_batch, max_plain = m.largest_batches(cand.context, cand.batch)
     name = m.r.mechanism.name
     hints = [f"At B={cand.batch}, S={cand.context} {name} needs {need / 1e9:,.0f} GB per GPU of "
              f"{hbm / 1e9:,.0f}."]
-    max_batch = int(b[fits[-1]]) if fits.size else None
     if max_batch is not None:
         hints.append(f"The largest batch that fits with {name} is B={max_batch}"
-                     + (f" (plain decoding: B={int(b[plain_fits[-1]])})." if plain_fits.size
-                        else "."))
+                     + (f" (plain decoding: B={max_plain})." if max_plain else "."))
     else:
         hints.append(f"No batch fits with {name} at this context"
-                     + (f"; plain decoding fits up to B={int(b[plain_fits[-1]])}."
-                        if plain_fits.size else ", nor does plain decoding."))
+                     + (f"; plain decoding fits up to B={max_plain}."
+                        if max_plain else ", nor does plain decoding."))
     would = _what_would_fit(cand, m.r.model.q_heads, hbm)
     if would:
         hints.append(f"It would fit at B={cand.batch} with " + " or ".join(would) + ".")

@@ -394,9 +394,9 @@ def engine_configs(scenario: Scenario, mechanism: str | None = None,
     else:
         notes.append(f"Speculation does not pay at any batch in 1…{top}: serve without it.")
     if max_fit is None:
-        notes.append(f"Plain decoding does not fit in memory at S = {scenario.context} for any B.")
+        notes.append(f"{mech_name} does not fit in memory at S = {scenario.context} for any B.")
     elif max_fit < top:
-        notes.append(f"Plain decoding fits in memory up to B = {max_fit} at S = "
+        notes.append(f"{mech_name} fits in memory up to B = {max_fit} at S = "
                      f"{scenario.context}; schedule entries above that are by speed alone.")
     if scenario.verify_width is not None and scenario.verify_width > 1 + scenario.draft_len:
         notes.append(f"Tree verification (W = {scenario.verify_width}) is not mapped: the configs "

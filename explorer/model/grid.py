@@ -427,6 +427,17 @@ class ScenarioModel:
         kv = self._kv_bytes(self.target, b, s, g, r.layers)
         return np.asarray(weights + kv + self.draft_memory_bytes(b, s, g), dtype=np.float64)
 
+    def largest_batches(self, context: int, upto: int) -> tuple[int | None, int | None]:
+        """The largest B ≤ `upto` whose point fits in memory (the drafter's weights and KV
+        included), and whose plain decoding does: exact, every B counted, not a grid's."""
+        b = np.arange(1, upto + 1, dtype=np.float64)
+        total = self.memory_bytes(b, context, self.r.group)
+        plain = total - self.draft_memory_bytes(b, context, self.r.group)
+        hbm = self.r.hardware.hbm_bytes
+        fits, plain_fits = np.nonzero(total <= hbm)[0], np.nonzero(plain <= hbm)[0]
+        return (int(b[fits[-1]]) if fits.size else None,
+                int(b[plain_fits[-1]]) if plain_fits.size else None)
+
     def draft_memory_bytes(self, batch: npt.ArrayLike, context: npt.ArrayLike,
                            group: npt.ArrayLike) -> FloatArray:
         """Per-GPU bytes the drafter adds: its weights and its own KV cache (0 for a lookup)."""

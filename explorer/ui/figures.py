@@ -112,7 +112,9 @@ def speedup_heatmap(s: Surface, current: tuple[float, float] | None, title: str)
     elif n < len(s.x):
         fig.add_annotation(x=1, y=1, xref="paper", yref="paper", showarrow=False,
                            xanchor="right", yanchor="bottom", font={"size": 10},
-                           text=f"B > {int(bx[-1])} does not fit in memory (not drawn)")
+                           # the grid's first B that does not fit (between its last that
+                           # fits and this one, the limit itself lies: the break-even line)
+                           text=f"B ≥ {int(s.x[n])} does not fit in memory (not drawn)")
     ticks = index_ticks(n)
     fig.update_layout(
         title=title, xaxis={"title": s.x_label + " (log scale)", "tickvals": ticks,

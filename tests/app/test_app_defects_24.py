@@ -147,15 +147,20 @@ def test_the_targets_are_set_in_the_pareto_view_and_kept_in_the_link():
 
 def test_the_break_even_line_names_the_memory_limit_once_at_its_context() -> None:
     """70B on 2×H200 at 8K (the default): speculation pays by speed at every B, and memory stops
-    it above B = 46. The line once said "from B ≈ 53" (the grid's next B) and then "the largest
-    batch that fits in memory is B = 46"; at 32K the limit and its context move together."""
+    it above B = 51 (plain decoding: 52). The line once said "from B ≈ 53" (the grid's next B)
+    and then "the largest batch that fits in memory is B = 46" (the grid's last B that fits, not
+    the last B); at 32K the limit and its context move together, and agree with the fit hints."""
     from explorer import Scenario, best_draft_len
 
-    for ctx in (8192, 32768):
-        max_b = best_draft_len(Scenario(context=ctx)).max_batch_in_memory
-        assert max_b == {8192: 46, 32768: 12}[ctx]
+    for ctx, limits in ((8192, (51, 52)), (32768, (12, 13))):
+        bd = best_draft_len(Scenario(context=ctx))
+        assert (bd.max_batch_in_memory, bd.max_batch_plain) == limits
         at = run_app(ctx=str(ctx))
         line = next(m.value for m in at.markdown if m.value.startswith("**Break-even batch**"))
-        assert line.endswith(f"stops it above **B = {max_b}**, the largest batch that fits in "
-                             f"memory at S={ctx // 1024}K."), line
-        assert "B ≈ 53" not in line and line.count(f"B = {max_b}**") == 1, line
+        assert line.endswith(f"stops it above **B = {limits[0]}**, the largest batch that fits "
+                             f"with its drafter at S={ctx // 1024}K (plain decoding: B = "
+                             f"{limits[1]})."), line
+        assert "B ≈ 53" not in line and line.count(f"B = {limits[0]}**") == 1, line
+    # the fit hints (nothing fits at B = 32, 32K) say the same limits
+    hints = " ".join(e.value for e in at.error).replace("\\", "")  # Markdown escapes
+    assert "largest batch that fits with EAGLE-3 head is B=12 (plain decoding: B=13)" in hints

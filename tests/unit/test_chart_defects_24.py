@@ -23,6 +23,20 @@ def test_heatmap_b_ticks_span_the_whole_drawn_range():
     assert text == [str(int(s.x[i])) for i in ticks]
 
 
+def test_heatmap_says_from_which_batch_nothing_fits_not_past_its_last_drawn_column():
+    """70B on 2×H200 at 8K: the grid's columns stop at B = 46, but EAGLE-3 fits to B = 51 (every
+    B counted); the note said "B > 46 does not fit", which 47–51 contradict."""
+    from explorer import best_draft_len
+
+    s = speedup_surface(Scenario())
+    fig = figures.speedup_heatmap(s, None, "t")
+    n = int(fig.layout.xaxis.range[1] + 0.5)
+    limit = best_draft_len(Scenario()).max_batch_in_memory
+    assert limit is not None and int(s.x[n - 1]) == 46 <= limit < int(s.x[n]) == 53
+    notes = [a.text for a in fig.layout.annotations if "does not fit" in a.text]
+    assert notes == ["B ≥ 53 does not fit in memory (not drawn)"]
+
+
 def _trace(fig, name):  # type: ignore[no-untyped-def]
     return next(t for t in fig.data if t.name == name)
 
@@ -90,16 +104,16 @@ def test_break_even_is_the_speed_threshold_not_the_memory_limit():
     from explorer import best_draft_len
     from explorer.analysis.frontier import break_even_text
 
-    bd = best_draft_len(Scenario())  # 70B on 2×H200 at 8K: plain decoding fits to B = 46
-    assert bd.max_batch_in_memory == 46 and bd.break_even_batch is None
+    bd = best_draft_len(Scenario())  # 70B on 2×H200 at 8K: EAGLE-3 fits to B = 51, plain to 52
+    assert (bd.max_batch_in_memory, bd.max_batch_plain, bd.break_even_batch) == (51, 52, None)
     text = break_even_text(bd)
-    assert "pays up to **B ≈ 46**" not in text  # the memory limit was called the break-even
+    assert "pays up to **B ≈ 51**" not in text  # the memory limit was called the break-even
     assert text.startswith("by speed, speculation pays at every B from 1 to 4096")
-    # the memory limit once, at the B that fits (not "from B ≈ 53", the grid's next B, beside
-    # "the largest batch that fits in memory is B = 46")
-    assert text.endswith("Memory, not speed, stops it above **B = 46**, the largest batch that "
-                         "fits in memory at this context.")
-    assert "53" not in text and text.count("46") == 1
+    # the memory limit once, exact (every B counted): not "from B ≈ 53", the grid's next B,
+    # beside "the largest batch that fits in memory is B = 46", the grid's last that fits
+    assert text.endswith("Memory, not speed, stops it above **B = 51**, the largest batch that "
+                         "fits with its drafter at this context (plain decoding: B = 52).")
+    assert "53" not in text and "46" not in text and text.count("51") == 1
     none = break_even_text(best_draft_len(Scenario(model="llama-3.1-405b", hardware="h100",
                                                    tp=1, batch=8)))
     assert none.endswith("no batch fits in memory at this context.") and "B ≈ 1:" not in none

@@ -180,6 +180,10 @@ def test_exported_schedule_is_the_explorer_pages_speed_only_best_d_where_memory_
     speed_d = np.asarray(ref.speed_best_draft_len)
     fit_d = np.asarray(ref.best_draft_len)
     assert ref.max_batch_in_memory == ec.max_batch_in_memory == 12
+    # the limit is EAGLE-3's, its head's weights and KV included (plain decoding fits to 13)
+    assert ref.max_batch_plain == 13
+    assert any(n.startswith("EAGLE-3 head fits in memory up to B = 12 at S = 32768")
+               for n in ec.notes), ec.notes
     assert (fit_d[12:] == 0).all() and (speed_d[12:] > 0).all()  # the two answers differ
     # The schedule is the speed-only D made non-increasing by its upper envelope (with measured
     # kernels the speed-only D flips 8 ↔ 7 at a few small batches, where D = 7 and 8 are within
