@@ -355,6 +355,9 @@ def _targets(values: dict[str, Any]) -> None:
     """The Pareto view's own inputs, the per-user speed target and the GPU price: they shape its
     answer and the cost, not the scenario (settings edited here: controls.page_setting keeps
     them in the session and the link on every page)."""
+    if first_paint.now():  # controls: they come with the others, in their place
+        first_paint.place(first_paint.NUMBER_INPUT_PX)
+        return
     for col, (key, widget) in zip(st.columns(2), TARGET_INPUTS.items(), strict=True):
         s = SETTING_BY_KEY[key]
         lo, hi = s.view_range or (0.0, 0.0)
@@ -394,6 +397,8 @@ def _pareto_view(sc: Scenario, js: charts.Key, ev: Evaluation, rec: Callable[[],
                     f"**${cost.with_speculation_usd_per_million_tokens:,.3f} per million "
                     "tokens** with speculation, "
                     f"{_usd(cost.without_speculation_usd_per_million_tokens)} without.")
+    if first_paint.now():  # below the first chart (a table's code is ~0.5 MB): the next run
+        return
     bd = charts.best(js)
     st.dataframe(pd.DataFrame({"B": bd.batch, "best D": bd.best_draft_len,
                                "speedup": np.round(bd.best_speedup, 3),

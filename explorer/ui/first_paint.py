@@ -86,7 +86,7 @@ def draws_chart() -> bool:
 
 # The heights of the controls a first paint leaves a place for (px, as drawn in Chromium): the
 # place holds their room, so the chart below does not move when they come.
-BUTTON_PX, SEGMENTED_PX, TOGGLE_PX = 40, 32, 24
+BUTTON_PX, SEGMENTED_PX, TOGGLE_PX, NUMBER_INPUT_PX = 40, 32, 24, 68
 
 
 def place(height_px: int) -> None:

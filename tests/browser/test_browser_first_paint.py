@@ -67,3 +67,26 @@ def test_the_first_chart_is_drawn_before_the_controls_then_the_page_is_whole(
     assert headline_text(page, "Acceptance length") == f"{al4:.2f}"
     assert re.search(r"[?&]d=4(&|$)", page.url)
     ctx.close()
+
+
+def test_a_pareto_link_draws_its_chart_before_its_inputs_and_table(chromium, app_url: str):
+    """The Pareto view's own inputs (two number fields) and its table (a data grid, ~0.5 MB of
+    code) are controls and what is below the chart: drawn in the first paint they came in the
+    chart's commit. They now come with the sidebar, the inputs in a place of their height."""
+    seen_js = TIMELINE.replace(
+        "control: \"[data-testid='stSidebar'] [data-testid='stSlider']\"",
+        "control: \"[data-testid='stMain'] [data-testid='stNumberInput']\", "
+        "table: \"[data-testid='stMain'] [data-testid='stDataFrame']\"")
+    assert seen_js != TIMELINE
+    ctx = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.add_init_script(seen_js)
+    page = ctx.new_page()
+    page.goto(app_url + "/?vw=pareto&slo=60&usd=2&v=2", timeout=120_000)
+    settle(page)
+    page.wait_for_function("() => ['chart', 'control', 'table'].every(k => k in window.__seen)",
+                           timeout=60_000)
+    seen = page.evaluate("() => window.__seen")
+    assert seen["chart"] < seen["control"] and seen["chart"] < seen["table"], seen
+    assert abs(page.evaluate(CHART_TOP) - seen["chartTop"]) <= 2, seen  # the chart did not move
+    assert page.get_by_role("spinbutton", name="Per-user speed target").input_value() == "60.00"
+    ctx.close()
