@@ -36,16 +36,23 @@ CHART_TOP = ("() => document.querySelector(\"[data-testid='stMain'] [data-testid
              ".main-svg\").getBoundingClientRect().top")
 
 
+def first_look(chromium, url: str, timeline: str, wanted: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """A new browser context's first visit of `url`, settled, once `wanted` have been seen:
+    (context, page, when each thing first appeared)."""
+    ctx = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.add_init_script(timeline)
+    page = ctx.new_page()
+    page.goto(url, timeout=120_000)
+    settle(page)
+    page.wait_for_function(f"() => {json.dumps(list(wanted))}.every(k => k in window.__seen)",
+                           timeout=60_000)
+    return ctx, page, page.evaluate("() => window.__seen")
+
+
 def test_the_first_chart_is_drawn_before_the_controls_then_the_page_is_whole(
         chromium, app_url: str, artifacts: Path):
-    ctx = chromium.new_context(viewport={"width": 1400, "height": 1000})
-    ctx.add_init_script(TIMELINE)
-    page = ctx.new_page()
-    page.goto(app_url + "/?b=16&d=5&v=2", timeout=120_000)
-    settle(page)
-    page.wait_for_function("() => 'chart' in window.__seen && 'control' in window.__seen",
-                           timeout=60_000)
-    seen = page.evaluate("() => window.__seen")
+    ctx, page, seen = first_look(chromium, app_url + "/?b=16&d=5&v=2", TIMELINE,
+                                 ("chart", "control"))
     assert {"chart", "control", "numbers"} <= set(seen), seen
     assert seen["numbers"] <= seen["chart"] < seen["control"], seen  # the answer, its chart, then
     # …the whole page: controls at the link's values, what is below the chart, the link as it was
@@ -78,14 +85,8 @@ def test_a_pareto_link_draws_its_chart_before_its_inputs_and_table(chromium, app
         "control: \"[data-testid='stMain'] [data-testid='stNumberInput']\", "
         "table: \"[data-testid='stMain'] [data-testid='stDataFrame']\"")
     assert seen_js != TIMELINE
-    ctx = chromium.new_context(viewport={"width": 1400, "height": 1000})
-    ctx.add_init_script(seen_js)
-    page = ctx.new_page()
-    page.goto(app_url + "/?vw=pareto&slo=60&usd=2&v=2", timeout=120_000)
-    settle(page)
-    page.wait_for_function("() => ['chart', 'control', 'table'].every(k => k in window.__seen)",
-                           timeout=60_000)
-    seen = page.evaluate("() => window.__seen")
+    ctx, page, seen = first_look(chromium, app_url + "/?vw=pareto&slo=60&usd=2&v=2", seen_js,
+                                 ("chart", "control", "table"))
     assert seen["chart"] < seen["control"] and seen["chart"] < seen["table"], seen
     assert abs(page.evaluate(CHART_TOP) - seen["chartTop"]) <= 2, seen  # the chart did not move
     assert page.get_by_role("spinbutton", name="Per-user speed target").input_value() == "60.00"
