@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from explorer.analysis.uncertainty import speedup_draws
+from explorer.analysis.uncertainty import MARGINAL, speedup_draws, verdict
 from explorer.model.acceptance_source import quantiles
 from explorer.model.grid import scenario_model
 from explorer.specs.scenario import Scenario
@@ -122,8 +122,10 @@ def break_even_text(bd: BestDraftLen, at: str = "at this context") -> str:
                 "D ≥ 1 beats plain decoding")
     if bd.speed_best_low and stop:
         # marginal: the paying B from which on every paying B's interval spans 1×
-        unsure = [i for i in range(stop) if pays[i] and bd.speed_best_low[i] <= 1.0]
-        sure_after = [i for i in range(stop) if pays[i] and bd.speed_best_low[i] > 1.0]
+        said = [verdict(speed[i], bd.speed_best_low[i]) if pays[i] else None
+                for i in range(stop)]
+        unsure = [i for i in range(stop) if said[i] == MARGINAL]
+        sure_after = [i for i in range(stop) if pays[i] and said[i] != MARGINAL]
         first = next((i for i in unsure if not any(j > i for j in sure_after)), None)
         if first is not None:
             lo, hi = bd.speed_best_low[first], bd.speed_best_high[first]

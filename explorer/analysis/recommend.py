@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from explorer.analysis.availability import availability
 from explorer.analysis.candidate import candidate
 from explorer.analysis.guidelines import Guideline, guidelines
-from explorer.analysis.uncertainty import speedup_draws
+from explorer.analysis.uncertainty import LOSES, MARGINAL, speedup_draws, verdict
 from explorer.base.errors import ScenarioError
 from explorer.model.acceptance_source import quantiles
 from explorer.model.grid import scenario_model
@@ -196,11 +196,15 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             f"{o.mechanism_name} D={o.draft_len}: {o.speedup:.2f}× "
             f"[{o.speedup_low:.2f}–{o.speedup_high:.2f}]" for o in runners
         )
-        verdict = "speculation pays" if best.speedup > 1.0 else "plain decoding is faster"
+        said = verdict(best.speedup, best.speedup_low)
+        says = {LOSES: "plain decoding is faster", MARGINAL: "speculation is marginal"}.get(
+            said, "speculation pays")
         if scenario.output_tokens:  # what the speedup spans (decode steps only otherwise)
-            verdict += (f" over whole requests ({scenario.context:,}-token prompts, "
-                        f"{scenario.output_tokens:,} output tokens; their prefill ×"
-                        f"{best.prefill_factor:.2f})")
+            says += (f" over whole requests ({scenario.context:,}-token prompts, "
+                     f"{scenario.output_tokens:,} output tokens; their prefill ×"
+                     f"{best.prefill_factor:.2f})")
+        if said == MARGINAL:
+            says += ": its 80 % interval spans 1×"
         extended = (", model-extended past the published/measured D"
                     if best.acceptance_model_extended else "")
         cliff = cliff_note(candidate(scenario, best.mechanism), best.draft_len)
@@ -209,7 +213,7 @@ def recommend(scenario: Scenario, mechanisms: list[str] | None = None) -> Recomm
             f"[{best.speedup_low:.2f}–{best.speedup_high:.2f}] "
             f"(AL {best.acceptance_length:.2f}{extended}, evidence: {best.acceptance_evidence}; "
             f"draft {best.draft_overhead_fraction:.0%} of the step; {best.availability}) — "
-            f"{verdict}.{cliff} Next: {runner_text or 'none'}. {sure}"
+            f"{says}.{cliff} Next: {runner_text or 'none'}. {sure}"
         )
         # The recommendation itself is shown once (the explanation); here only its pick.
         g5 = Guideline(id=5, title=GUIDELINE_5_TITLE, value=best.speedup, applies=True,
@@ -312,11 +316,20 @@ def cliff_note(scenario: Scenario, draft_len: int) -> str:
         source = (f"the measured {dtype.upper()} {'MoE' if comp == 'moe' else 'GEMM'} table "
                   f"({m.tables.label()})" if share else
                   f"the roofline's {'MoE' if comp == 'moe' else 'GEMM'} times")
-        step = (f"B·(1+D) goes from {n0:g} to {n1:g} tokens, across a step of {source}")
+        step = (f"B·(1+D) goes from {_tokens(n0)} to {_tokens(n1)} tokens, across a step of "
+                f"{source}")
     else:
-        step = f"B·(1+D) goes from {n0:g} to {n1:g} tokens"
+        step = f"B·(1+D) goes from {_tokens(n0)} to {_tokens(n1)} tokens"
     return (f" Not D={d_next}: {sp[1]:.2f}× — {step}; {CLIFF_COMPONENTS.get(comp, comp)} "
             f"time {before * 1e3:.1f} → {after * 1e3:.1f} ms (+{after / before - 1:.0%}).")
+
+
+def _tokens(n: float) -> str:
+    """A verify step's token count as read: whole, or "≈" the nearest whole where a drafter's
+    verify width is an expectation (a lookup drafter proposes fewer tokens where it finds no
+    match: 127.94 tokens reads ≈128)."""
+    whole = round(n)
+    return f"{whole:,}" if abs(n - whole) < 1e-6 else f"≈{whole:,}"
 
 
 def pick_best(ranking: list[RankedOption]) -> tuple[RankedOption | None, RankedOption | None]:

@@ -20,6 +20,8 @@ from explorer.model.grid import GridResult, speedup_at
 
 FloatArray = npt.NDArray[np.float64]
 
+PAYS, MARGINAL, LOSES = "pays", "marginal", "loses"
+
 
 def timing_note(engine: str = DEFAULT_ENGINE) -> str:
     return ("80 % interval of the AL source's draws and of the timing error: "
@@ -40,3 +42,13 @@ def speedup_draws(g: GridResult, al: ALResult, draft_len: npt.ArrayLike,
 def speedup_interval(g: GridResult, al: ALResult, draft_len: npt.ArrayLike,
                      engine: str = DEFAULT_ENGINE) -> tuple[FloatArray, FloatArray]:
     return quantiles(speedup_draws(g, al, draft_len, engine))
+
+
+def verdict(speedup: float, low: float | None) -> str:
+    """Whether speculation pays at a point, said alike wherever the app says it (the
+    recommendation, the break-even line): PAYS above 1× with its 80 % interval above 1× too,
+    MARGINAL above 1× where the interval spans 1× (`low` ≤ 1), LOSES at or below 1×. Without
+    an interval (`low` None: records made before there was one) a speedup above 1× pays."""
+    if speedup <= 1.0:
+        return LOSES
+    return MARGINAL if low is not None and low <= 1.0 else PAYS

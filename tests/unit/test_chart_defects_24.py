@@ -146,3 +146,38 @@ def test_break_even_says_marginal_where_the_interval_spans_one():
                           batches=[1, 2, 4, 8, 16, 32])
     assert min(sure.speed_best_low) > 1.0
     assert "marginal" not in break_even_text(sure)
+
+
+def test_one_verdict_rule_pays_marginal_loses():
+    from explorer.analysis.uncertainty import LOSES, MARGINAL, PAYS, verdict
+
+    assert verdict(1.0, 0.9) == LOSES and verdict(0.97, None) == LOSES
+    assert verdict(1.07, 0.91) == MARGINAL and verdict(1.07, 1.0) == MARGINAL
+    assert verdict(1.07, 1.01) == PAYS and verdict(1.07, None) == PAYS
+
+
+def test_the_recommendation_calls_a_speedup_whose_interval_spans_one_marginal():
+    """405B FP8 on 8×H200 at B = 64: the n-gram's 1.07× [0.91–1.27] was "speculation pays", while
+    the break-even line calls such a point marginal; the default (1.37× [1.15–1.62]) pays."""
+    from explorer.analysis.recommend import recommend
+
+    rec = recommend(Scenario(model="llama-3.1-405b", tp=8, dtype="fp8", batch=64))
+    assert rec.best is not None and rec.best.speedup_low <= 1.0 < rec.best.speedup
+    text = rec.explanation
+    assert "speculation is marginal over whole requests (" in text
+    assert "): its 80 % interval spans 1×." in text and "speculation pays" not in text
+    sure = recommend(Scenario())
+    assert sure.best is not None and sure.best.speedup_low > 1.0
+    assert "speculation pays over whole requests" in sure.explanation
+    assert "marginal" not in sure.explanation
+
+
+def test_a_lookup_drafters_step_is_said_in_whole_tokens():
+    """The n-gram's verify width is an expectation (it proposes fewer tokens where it finds no
+    match): its cliff read "B·(1+D) goes from 127.941 to 191.882 tokens"."""
+    from explorer.analysis.recommend import recommend
+
+    text = recommend(Scenario(model="llama-3.1-405b", tp=8, dtype="fp8", batch=64)).explanation
+    assert "Not D=2: 0.98× — B·(1+D) goes from ≈128 to ≈192 tokens, across a step of the " \
+        "measured FP8 GEMM table" in text
+    assert "127.9" not in text
