@@ -32,7 +32,8 @@ is its weight × B. `tokens_per_s_per_user_p50` / `_p90` are the speeds that 50 
 user-time gets at least, i.e. 1 / (the 50th / 90th percentile of time per output token over
 user-time). Memory: where a D's weights and KV do not fit but plain decoding's do, that state
 runs plain decoding under any policy that asks for the D; states where even plain decoding does
-not fit are priced as if it did and counted in `not_fitting_share`.
+not fit are priced as if it did, counted in `not_fitting_share` and named in `memory_note`,
+which the Deployment page shows with the answer.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from explorer.model.grid import scenario_model
 from explorer.presets import sample_curves
 from explorer.specs.deployment import SCENARIO_SOURCE, DeploymentProfile
 from explorer.specs.measured import AcceptanceCurve
-from explorer.specs.scenario import Acceptance, Scenario
+from explorer.specs.scenario import Acceptance, Scenario, tokens_label
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -317,6 +318,9 @@ class DeployResult(BaseModel):
     per_request_tokens_per_s_p90: float
     not_fitting_share: float  # share of time in states where plain decoding does not fit
     notes: list[str]
+    # Said where the answer is (not among the notes): the share of time priced past what fits,
+    # and which states; "" when every state fits.
+    memory_note: str = ""
 
     def policy(self, name: str) -> PolicyResult:
         return next(p for p in self.policies if p.name == name)
@@ -422,10 +426,25 @@ def deploy(scenario: Scenario, profile: DeploymentProfile,
         al_threshold_off=off_thr.any(axis=1).tolist(),
     )
     not_fit = float((grid.weight.sum(axis=2) * ~grid.fits_plain).sum())
-    notes = [SWITCH_COST_NOTE, P90_NOTE]
-    if not_fit > 0:
-        notes.append(f"{not_fit:.0%} of the time is in states where even plain decoding does "
-                     "not fit in memory; they are priced as if it did.")
     return DeployResult(policies=results, schedule=schedule, per_workload=spread,
                         per_request_tokens_per_s_p50=r50, per_request_tokens_per_s_p90=r90,
-                        not_fitting_share=not_fit, notes=notes)
+                        not_fitting_share=not_fit, notes=[SWITCH_COST_NOTE, P90_NOTE],
+                        memory_note=memory_note(grid, not_fit))
+
+
+def memory_note(grid: StateGrid, share: float) -> str:
+    """The profile's states where even plain decoding does not fit in memory: their share of
+    the time and where they start (the smallest such B at the shortest and the longest context
+    that has any). They are priced as if they fit, so the policies' figures are optimistic by as
+    much as they weigh."""
+    if share <= 0:
+        return ""
+    starts = [(int(grid.context[j]), int(grid.batch[np.argmax(~grid.fits_plain[:, j])]))
+              for j in range(len(grid.context)) if (~grid.fits_plain[:, j]).any()]
+    (s0, b0), (s1, b1) = starts[0], starts[-1]
+    where = f"B ≥ {b0} at S = {tokens_label(s0)}" + (
+        "" if s1 == s0 else f" … B ≥ {b1} at S = {tokens_label(s1)}")
+    return (f"{share:.0%} of the time is in states where even plain decoding does not fit in "
+            f"memory ({where}): they are priced as if it did, so every policy's figures include "
+            "states this deployment cannot serve. Fewer concurrent sequences per replica, a "
+            "larger TP or an FP8 KV cache fits more of them.")

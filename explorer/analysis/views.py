@@ -16,7 +16,7 @@ from explorer.model.kernels import ATTENTION_TILE_ROWS, attention_time, gemm_tim
 from explorer.model.layers import COMPONENTS
 from explorer.presets import mechanism_presets, sample_curves
 from explorer.specs.measured import AcceptanceCurve
-from explorer.specs.scenario import Acceptance, Scenario
+from explorer.specs.scenario import Acceptance, Scenario, tokens_label
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -117,7 +117,7 @@ def tile_steps(scenario: Scenario, groups: tuple[float, ...] | None = None,
 
 def _tile_curve(g: float, s: int, d: FloatArray, t: FloatArray) -> TileCurve:
     thr = (1.0 + d) / t
-    return TileCurve(f"G={g:g} per GPU, S={s // 1024}K", g, s, d, t, thr / thr[0])
+    return TileCurve(f"G={g:g} per GPU, S={tokens_label(int(s))}", g, s, d, t, thr / thr[0])
 
 
 def tile_boundaries(group: float, d_max: int = VIEW_MAX_DRAFT_LEN) -> list[float]:

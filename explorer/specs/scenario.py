@@ -107,5 +107,15 @@ class Scenario(BaseModel):
 DEFAULT_OUTPUT_TOKENS: int = Scenario.model_fields["output_tokens"].default
 
 
+def tokens_label(tokens: int) -> str:
+    """A context length as the field writes it: 8K, 1.5K, 1M (binary: K = 1,024 tokens); a
+    length below 1K as it is (S = 512, not "0K")."""
+    for unit, size in (("M", 1024**2), ("K", 1024)):
+        if tokens >= size:
+            return f"{tokens / size:.4g}{unit}" if tokens % (size // 8) == 0 else \
+                f"{tokens / size:.1f}{unit}"
+    return f"{tokens:,}"
+
+
 def scenario_json_schema() -> str:
     return json.dumps(Scenario.model_json_schema(), indent=2)

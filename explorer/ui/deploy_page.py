@@ -301,6 +301,8 @@ def render(sc: Scenario | None) -> None:
         headline.Number("Tokens/s per user p90", f"{best.tokens_per_s_per_user_p90:,.1f}"),
         headline.Number("Gap to oracle", f"{best.gap_to_oracle:.1%}"),
     ])
+    if result.memory_note:  # figures past what fits: said with them, not among the notes
+        st.warning(md_text(result.memory_note), icon=":material/memory:")
     st.caption(md_text("Why this policy: the simplest within 2 % of the fastest an engine runs "
                        "— " + simplest_within(result, EXPRESSIBLE)[1]))
     # six rows: one Markdown table (text.md_table), not a data grid (whose library, loaded per

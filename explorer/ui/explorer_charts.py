@@ -34,7 +34,7 @@ from explorer.analysis.views import (
     tile_steps,
     time_breakdown,
 )
-from explorer.specs.scenario import Scenario
+from explorer.specs.scenario import Scenario, tokens_label
 from explorer.ui import figures
 
 Options = tuple[tuple[str, Any], ...]  # hashable chart options, e.g. (("normalized", True),)
@@ -228,8 +228,8 @@ def _speedup_surface_3d(sc: Scenario, opt: dict[str, Any], with_point: bool) -> 
 
 def _group_heatmap(sc: Scenario, opt: dict[str, Any], with_point: bool) -> go.Figure | None:
     group = (evaluation(sc).group, float(sc.draft_len)) if with_point else None
-    return figures.group_heatmap(data(sc, "group"), group,
-                                 f"Speedup over (G, D) at B={sc.batch}, S={sc.context // 1024}K")
+    title = f"Speedup over (G, D) at B={sc.batch}, S={tokens_label(sc.context)}"
+    return figures.group_heatmap(data(sc, "group"), group, title)
 
 
 def _tile_steps(which: str) -> Callable[[Scenario, dict[str, Any], bool], go.Figure | None]:

@@ -23,7 +23,7 @@ from explorer.model.grid import PREFILL_CHUNK_TOKENS
 from explorer.presets import mechanism_presets
 from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
-from explorer.specs.scenario import DEFAULT_OUTPUT_TOKENS, Scenario
+from explorer.specs.scenario import DEFAULT_OUTPUT_TOKENS, Scenario, tokens_label
 from explorer.specs.settings import SETTING_BY_KEY
 from explorer.ui import explorer_charts as charts
 from explorer.ui import export_panel, first_paint, headline, state
@@ -229,7 +229,7 @@ def _answer(sc: Scenario, js: charts.Key, rec: Recommendation, values: dict[str,
     if rec.worth_training is not None:  # a question, apart from the headline
         st.caption(md_text(rec.worth_training.text))
     st.markdown(f"**Break-even batch** for {sc.mechanism}: "
-                + break_even_text(charts.best(js), f"at S={sc.context // 1024}K"))
+                + break_even_text(charts.best(js), f"at S={tokens_label(sc.context)}"))
 
 
 def _guidelines(rec: Recommendation) -> None:

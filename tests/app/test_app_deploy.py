@@ -134,3 +134,19 @@ def test_uploaded_categories_are_workloads() -> None:
     spread = next(d for d in rows if "tokens_per_s_per_user_p90" in d.value.columns).value
     assert len(spread) == 7
     assert spread["tokens_per_s_per_user_mean"].nunique() > 1  # categories differ
+
+
+def test_states_that_do_not_fit_are_said_with_the_answer() -> None:
+    """70B on 2×H100: 39 % of the default profile's time is in states where even plain decoding
+    does not fit, priced as if it did; that was a note inside the closed "Assumptions" section,
+    under headline figures that count those states."""
+    at = goto(run_app(hw="h100"), "deploy")
+    api = deploy(Scenario(hardware="h100"), DEFAULT_PROFILE)
+    assert api.not_fitting_share == pytest.approx(0.386, abs=0.01)
+    shown = " ".join(headline.unshown(w.value) for w in at.warning)  # as read: unescaped
+    assert "39% of the time is in states where even plain decoding does not fit in memory " \
+        "(B ≥ 61 at S = 869 … B ≥ 4 at S = 14.8K)" in shown
+    assert "include states this deployment cannot serve" in shown
+    # where everything fits, nothing is said
+    fits = goto(run_app(m="llama-3.1-405b", tp="8", dt="fp8"), "deploy")
+    assert not any("does not fit in memory" in w.value for w in fits.warning)

@@ -181,3 +181,13 @@ def test_a_lookup_drafters_step_is_said_in_whole_tokens():
     assert "Not D=2: 0.98× — B·(1+D) goes from ≈128 to ≈192 tokens, across a step of the " \
         "measured FP8 GEMM table" in text
     assert "127.9" not in text
+
+
+def test_context_lengths_are_labelled_as_the_field_writes_them():
+    """`S={context // 1024}K` labelled a 512-token context "0K" and 1.5K "1K"."""
+    from explorer.specs.scenario import tokens_label
+
+    assert [tokens_label(n) for n in (512, 1024, 1536, 8192, 131072, 1048576)] == [
+        "512", "1K", "1.5K", "8K", "128K", "1M"]
+    curves = tile_steps(Scenario(context=512))
+    assert curves[0].label.endswith(", S=512") and "0K" not in curves[0].label

@@ -209,3 +209,24 @@ def test_a_saved_scenario_carries_its_profile(tmp_path) -> None:  # type: ignore
     assert us.encode(state.values)["dp"] == link  # and the link it opens carries it
     bad = us.decode_view({**view, "dp": "h1-1"})
     assert bad.values["dp"] == us.DEFAULT_VALUES["dp"] and "dp" in bad.fell_back
+
+
+def test_the_memory_note_names_the_share_and_where_states_stop_fitting() -> None:
+    from explorer.analysis.deploy import memory_note
+
+    grid = hand_grid()
+    assert memory_note(grid, 0.0) == ""
+    grid.fits_plain[1, 0] = False  # B = 2 at S = 1K does not fit
+    note = memory_note(grid, 0.5)
+    assert note.startswith("50% of the time is in states where even plain decoding does not "
+                           "fit in memory (B ≥ 2 at S = 1K): they are priced as if it did")
+    assert "…" not in note  # one context: said once
+    wide = StateGrid(**{**grid.__dict__, "context": np.array([512, 8192]),
+                        "context_weight": np.array([0.5, 0.5]),
+                        "fits_plain": np.array([[True, True], [False, False]]),
+                        "step_s": np.repeat(grid.step_s, 2, axis=1),
+                        "allowed": np.repeat(grid.allowed, 2, axis=1)})
+    assert "(B ≥ 2 at S = 512 … B ≥ 2 at S = 8K)" in memory_note(wide, 0.5)
+    assert deploy(Scenario(hardware="h100"), DEFAULT_PROFILE).memory_note.startswith("39% ")
+    assert deploy(Scenario(model="llama-3.1-405b", tp=8, dtype="fp8"),
+                  DEFAULT_PROFILE).memory_note == ""

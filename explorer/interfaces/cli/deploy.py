@@ -76,7 +76,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     print("D*(B): " + ", ".join(f"B={b}→{d}" for b, d in zip(s.batch, s.batch_draft_len,
                                                             strict=True)))
     print(f"exported: {export.policy} as {export.exported_as}; schedule {export.schedule}")
-    for note in [*export.notes, *result.notes]:
+    for note in [*([result.memory_note] if result.memory_note else []), *export.notes,
+                 *result.notes]:
         print(f"  note: {note}")
     return 0
 
