@@ -1,7 +1,8 @@
 """Co-design sweeps (the article's point): vary the target's architecture — G at fixed KV bytes or
-at fixed parameters, layers, KV heads, head dim, MoE experts and top-k — and the drafter's depth
-or ρ, and report for each design the best speedup and its D at the scenario's operating point,
-with the D up to which verification stays in the same attention tile (G·(1+D) ≤ 128).
+at fixed parameters (with MLA, one latent KV head, G is the query heads, at fixed KV bytes),
+layers, KV heads, head dim, MoE experts and top-k — and the drafter's depth or ρ, and report
+for each design the best speedup and its D at the scenario's operating point, with the D up to
+which verification stays in the same attention tile (G·(1+D) ≤ 128).
 
 A design is the scenario's target with those shapes changed (a custom model in the scenario, so
 every number comes from the same cost model); the acceptance source stays the scenario's (an
@@ -47,10 +48,17 @@ def design_model(base: ModelSpec, values: Mapping[str, Any],
     with them, a small change to the parameter count)."""
     upd: dict[str, Any] = {}
     mla = base.attention_kind == "mla"
-    for axis in ("group", "kv_heads", "head_dim"):
+    for axis in ("kv_heads", "head_dim"):
         if axis in values and mla:
             raise ScenarioError(axis, f"{base.name} uses MLA (one latent KV head): {axis} is a "
                                 "GQA shape")
+    # MLA's one latent KV head serves every query head: G is the query heads, and a design
+    # with another G keeps the latent (its KV bytes) and changes the query projections.
+    if mla and "group" in values and group_at == "fixed_params" \
+            and int(values["group"]) != base.q_heads:
+        raise ScenarioError("group", f"{base.name} uses MLA (one latent KV head), so G is its "
+                            f"{base.q_heads} query heads: at fixed parameters it stays "
+                            f"{base.q_heads}; vary G at fixed KV bytes")
     kv = int(values.get("kv_heads", base.kv_heads))
     q = base.q_heads
     if "group" in values:
@@ -99,6 +107,9 @@ def design_scenario(scenario: Scenario, values: Mapping[str, Any],
     update: dict[str, Any] = {"group": None, "layers": None}
     if any(k in values for k in TARGET_AXES):
         model = design_model(base.model, values, group_at)
+        if "group" in values and model.q_heads < scenario.tp:  # said by its axis, not by TP
+            raise ScenarioError("group", f"G={values['group']} gives {model.q_heads} query "
+                                f"heads, fewer than the TP={scenario.tp} ranks that split them")
         update.update(custom_model=model, model=model.slug)
     if "draft_layers" in values:
         mech = base.mechanism

@@ -10,6 +10,7 @@ import streamlit as st
 
 from explorer.analysis.codesign import ACCEPTANCE_NOTE, GroupAt, codesign
 from explorer.base.errors import ScenarioError
+from explorer.model.resolve import resolve
 from explorer.specs.scenario import Scenario
 from explorer.ui.codesign_figures import best_speedup_heatmap
 from explorer.ui.text import md_text
@@ -17,6 +18,12 @@ from explorer.ui.text import md_text
 TABLE_OPEN_KEY = "cd_table_open"
 GROUPS = (1, 2, 4, 8, 16, 32, 64)
 LAYERS = (16, 24, 32, 48, 64, 80, 96, 128)
+# With MLA (one latent KV head) G is the query heads: DeepSeek-V2-Lite's 16 to V3's 128. Its
+# own widget (key), so a session that had a GQA target open keeps its G there, and each kind
+# opens on its own defaults.
+MLA_GROUPS = (8, 16, 32, 64, 128)
+MLA_NOTE = ("With MLA (one latent KV head) G is the query heads, varied at fixed KV bytes (the "
+            "latent's).")
 
 
 @st.cache_data(max_entries=16, show_spinner="Evaluating the designs…")
@@ -33,11 +40,20 @@ def render(scenario: Callable[[], Scenario | None]) -> None:
     if sc is None:
         st.error("This scenario cannot be evaluated: fix the inputs first.")
         return
+    mla = resolve(sc).model.attention_kind == "mla"
     cols = st.columns(3)
-    groups = cols[0].multiselect("G", GROUPS, default=(1, 4, 8, 16), key="cd_groups")
+    if mla:
+        groups = cols[0].multiselect("G (query heads)", MLA_GROUPS, key="cd_groups_mla",
+                                     default=tuple(g for g in MLA_GROUPS[1:] if g >= sc.tp))
+        cols[2].radio("G at fixed", ("KV bytes",), key="cd_at_mla", horizontal=True,
+                      disabled=True, help=MLA_NOTE)
+    else:
+        groups = cols[0].multiselect("G", GROUPS, default=(1, 4, 8, 16), key="cd_groups")
     layers = cols[1].multiselect("L_target", LAYERS, default=(32, 64, 80, 128), key="cd_layers")
-    at_label = cols[2].radio("G at fixed", ("KV bytes", "parameters"), key="cd_at",
-                             horizontal=True)
+    at_label = "KV bytes" if mla else cols[2].radio("G at fixed", ("KV bytes", "parameters"),
+                                                    key="cd_at", horizontal=True)
+    if mla:
+        st.caption(MLA_NOTE)
     if not groups or not layers:
         st.info("Pick at least one G and one L_target.")
         return

@@ -110,3 +110,17 @@ def test_the_co_design_page_shows_the_heatmap_of_the_current_scenario():
     open_section(at, codesign_page.TABLE_OPEN_KEY)
     table = at.dataframe[0].value
     assert set(table["group"]) == {1, 4, 8, 16} and set(table["layers"]) == {32, 64, 80, 128}
+
+
+def test_the_co_design_page_varies_an_mla_targets_query_heads():
+    """DeepSeek-V3 at TP=8: the page said "These designs cannot be built: group … is a GQA
+    shape" and drew nothing; G is its query heads, from 16 (as many as TP allows) to 128."""
+    at = goto(run_app(m="deepseek-v3", tp="8", dt="fp8"), "codesign")
+    assert not at.error, [e.value for e in at.error]
+    assert [c.key for c in at.get("plotly_chart")] == ["cd_heatmap"]
+    g = next(m for m in at.multiselect if m.key == "cd_groups_mla")
+    assert g.label == "G (query heads)" and list(g.value) == [16, 32, 64, 128]
+    assert any("G is the query heads" in c.value for c in at.caption)
+    open_section(at, codesign_page.TABLE_OPEN_KEY)
+    table = at.dataframe[0].value
+    assert set(table["q_heads"]) == {16, 32, 64, 128} and set(table["kv_heads_total"]) == {1}

@@ -62,7 +62,8 @@ def test_moe_axes_change_the_experts():
 
 @pytest.mark.parametrize(("slug", "axes", "field"), [
     ("llama-3.1-70b", {"experts": [8]}, "experts"),
-    ("deepseek-v3", {"group": [8]}, "group"),
+    ("deepseek-v3", {"group": [4]}, "group"),  # MLA: 4 query heads cannot split over TP=8
+    ("deepseek-v3", {"kv_heads": [8]}, "kv_heads"),  # MLA: one latent KV head
     ("llama-3.1-70b", {"kv_heads": [5]}, "kv_heads"),
     ("qwen3-30b-a3b", {"top_k": [512]}, "top_k"),
     ("llama-3.1-70b", {"nonsense": [1]}, "nonsense"),
@@ -71,6 +72,26 @@ def test_an_impossible_design_names_its_axis(slug, axes, field):
     with pytest.raises(ScenarioError) as exc:
         codesign(Scenario(model=slug, tp=8), axes)
     assert exc.value.field == field
+
+
+def test_an_mla_targets_g_is_its_query_heads_at_fixed_kv_bytes():
+    """DeepSeek-V3 (MLA: one latent KV head for all 128 query heads): a design's G was refused
+    as "a GQA shape", so the Co-design page showed nothing for MLA targets. G is the query heads;
+    the latent, and with it the KV bytes per token, stays."""
+    sc = Scenario(model="deepseek-v3", tp=8, dtype="fp8")
+    df = codesign(sc, {"group": [16, 32, 64, 128]})
+    assert list(df["q_heads"]) == [16, 32, 64, 128] and set(df["kv_heads_total"]) == {1}
+    assert df["kv_bytes_per_token"].nunique() == 1 and df["params_b"].is_monotonic_increasing
+    # 128-row tiles of G/TP query rows per rank: G = 128 at TP = 8 is 16 rows, D ≤ 7
+    assert list(df["tile_free_draft_len"]) == [63, 31, 15, 7]
+    # the model's own G is the scenario itself
+    base = best_draft_len(sc, batches=[sc.batch])
+    assert df["best_speedup"].iloc[-1] == pytest.approx(base.best_speedup[0])
+    # fewer query heads: a cheaper verify, a speedup no lower
+    assert df["best_speedup"].is_monotonic_decreasing
+    with pytest.raises(ScenarioError, match="vary G at fixed KV bytes") as exc:
+        codesign(sc, {"group": [64]}, "fixed_params")
+    assert exc.value.field == "group"
 
 
 def test_fixed_params_g_must_divide_the_q_heads():
