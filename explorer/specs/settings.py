@@ -233,7 +233,9 @@ SETTINGS: tuple[Setting, ...] = (
     # Acceptance: view settings of the composite Scenario.acceptance (see view_state.py).
     Setting("acc", "acceptance source", "AL source", str, "prior", "Acceptance",
             help="prior: the mechanism's prior fitted to published curves; alpha: i.i.d. α; "
-            "sample: a shipped measured curve; upload: a curve you uploaded on the Data page",
+            "sample: a shipped measured curve; upload: a curve you uploaded on the Data page. "
+            "It sets the chosen draft mechanism's AL; the recommendation ranks the other "
+            "mechanisms on their own priors",
             kind="radio", options=ACCEPTANCE_OPTIONS),
     Setting("a", "α", "α (i.i.d. acceptance rate)", float, 0.7, "Acceptance", kind="slider",
             view_range=(0.0, 0.99), step=0.01, applies_when=("acc", "alpha")),

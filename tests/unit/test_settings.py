@@ -433,3 +433,21 @@ def test_a_zip_bomb_or_a_bad_spec_is_refused():
     assert any("does not unpack within" in w for w in state.warnings), state.warnings
     state = us.decode({"cm": _packed(b'{"slug": "x", "layers": "many"}')})
     assert any("not a valid ModelSpec" in w and "'cm" in w for w in state.warnings)
+
+
+def test_the_acceptance_source_says_it_sets_the_chosen_mechanisms_al_only():
+    """α = 0.5 on EAGLE-3 made the external draft model the answer with AL 3.05 at D = 4: the
+    source sets the chosen mechanism's AL, the others keep their priors; the help says so."""
+    from explorer.analysis.recommend import recommend
+    from explorer.specs.scenario import Acceptance, Scenario
+    from explorer.specs.settings import SETTINGS
+
+    help_text = next(s.help for s in SETTINGS if s.key == "acc")
+    assert "It sets the chosen draft mechanism's AL; the recommendation ranks the other " \
+        "mechanisms on their own priors" in help_text
+    iid = {(o.mechanism, o.draft_len): o.acceptance_length for o in recommend(
+        Scenario(acceptance=Acceptance(kind="iid", alpha=0.5))).ranking}
+    prior = {(o.mechanism, o.draft_len): o.acceptance_length
+             for o in recommend(Scenario()).ranking}
+    assert iid[("eagle3", 4)] == pytest.approx((1 - 0.5**5) / (1 - 0.5))  # i.i.d.: Σ α^k
+    assert iid[("external", 4)] == pytest.approx(prior[("external", 4)])
