@@ -435,8 +435,8 @@ def deploy(scenario: Scenario, profile: DeploymentProfile,
 def memory_note(grid: StateGrid, share: float) -> str:
     """The profile's states where even plain decoding does not fit in memory: their share of
     the time and where they start (the smallest such B at the shortest and the longest context
-    that has any). They are priced as if they fit, so the policies' figures are optimistic by as
-    much as they weigh."""
+    that has any). They are priced as if they fit, so every policy's figures include states the
+    deployment cannot serve."""
     if share <= 0:
         return ""
     starts = [(int(grid.context[j]), int(grid.batch[np.argmax(~grid.fits_plain[:, j])]))
