@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from explorer.analysis.uncertainty import MARGINAL, speedup_draws, verdict
+from explorer.analysis.uncertainty import MARGINAL, PAYS, speedup_draws, verdict
 from explorer.model.acceptance_source import quantiles
 from explorer.model.grid import scenario_model
 from explorer.specs.scenario import Scenario
@@ -125,7 +125,7 @@ def break_even_text(bd: BestDraftLen, at: str = "at this context") -> str:
         said = [verdict(speed[i], bd.speed_best_low[i]) if pays[i] else None
                 for i in range(stop)]
         unsure = [i for i in range(stop) if said[i] == MARGINAL]
-        sure_after = [i for i in range(stop) if pays[i] and said[i] != MARGINAL]
+        sure_after = [i for i in range(stop) if said[i] == PAYS]
         first = next((i for i in unsure if not any(j > i for j in sure_after)), None)
         if first is not None:
             lo, hi = bd.speed_best_low[first], bd.speed_best_high[first]

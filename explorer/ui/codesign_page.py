@@ -45,13 +45,13 @@ def render(scenario: Callable[[], Scenario | None]) -> None:
     if mla:
         groups = cols[0].multiselect("G (query heads)", MLA_GROUPS, key="cd_groups_mla",
                                      default=tuple(g for g in MLA_GROUPS[1:] if g >= sc.tp))
-        cols[2].radio("G at fixed", ("KV bytes",), key="cd_at_mla", horizontal=True,
-                      disabled=True, help=MLA_NOTE)
+        at_label = cols[2].radio("G at fixed", ("KV bytes",), key="cd_at_mla", horizontal=True,
+                                 disabled=True, help=MLA_NOTE)
     else:
         groups = cols[0].multiselect("G", GROUPS, default=(1, 4, 8, 16), key="cd_groups")
+        at_label = cols[2].radio("G at fixed", ("KV bytes", "parameters"), key="cd_at",
+                                 horizontal=True)
     layers = cols[1].multiselect("L_target", LAYERS, default=(32, 64, 80, 128), key="cd_layers")
-    at_label = "KV bytes" if mla else cols[2].radio("G at fixed", ("KV bytes", "parameters"),
-                                                    key="cd_at", horizontal=True)
     if mla:
         st.caption(MLA_NOTE)
     if not groups or not layers:
