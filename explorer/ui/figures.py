@@ -20,6 +20,11 @@ COMPONENT_COLORS = {
 }
 _LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "hovermode": "closest",
            "legend": {"orientation": "h", "y": -0.28}}
+# An axis that fits its margin to its labels (Streamlit's chart theme turns it on) draws the
+# chart, measures the labels and draws it again: ~50 ms of a first draw in Chromium, for the
+# (B, D) heatmap 240 → 190 ms (benchmarks/bench_floor.py's docstring). Where the margins above
+# hold the labels (short ticks), an axis keeps them.
+_FIXED_MARGINS = {"automargin": False}
 
 
 def vline(x: float, text: str, color: str = "gray", dash: str = "dot",
@@ -105,22 +110,22 @@ def speedup_heatmap(s: Surface, current: tuple[float, float] | None, title: str)
     ))
     if current is not None:
         fig.add_traces(heatmap_marker(s, current))
+    x_title = s.x_label + " (log scale)"
     if not fits.any():
         fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                            text="no batch fits in memory at this context",
                            font={"size": 12})
     elif n < len(s.x):
-        fig.add_annotation(x=1, y=1, xref="paper", yref="paper", showarrow=False,
-                           xanchor="right", yanchor="bottom", font={"size": 10},
-                           # the grid's first B that does not fit (between its last that
-                           # fits and this one, the limit itself lies: the break-even line)
-                           text=f"B ≥ {int(s.x[n])} does not fit in memory (not drawn)")
+        # the grid's first B that does not fit (between its last that fits and this one, the
+        # limit itself lies: the break-even line); in the axis title, where the batches are
+        # read, and not a note of its own (each text is measured on every draw)
+        x_title += f" · B ≥ {int(s.x[n])} does not fit in memory (not drawn)"
     ticks = index_ticks(n)
     fig.update_layout(
-        title=title, xaxis={"title": s.x_label + " (log scale)", "tickvals": ticks,
+        title=title, xaxis={"title": x_title, "tickvals": ticks,
                             "ticktext": [str(int(bx[i])) for i in ticks],
-                            "range": [-0.5, n - 0.5]},
-        yaxis={"title": s.y_label}, **_LAYOUT,
+                            "range": [-0.5, n - 0.5], **_FIXED_MARGINS},
+        yaxis={"title": s.y_label, **_FIXED_MARGINS}, **_LAYOUT,
     )
     return fig
 
