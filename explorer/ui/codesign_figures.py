@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from explorer.ui.figures import speedup_colors
+from explorer.ui.figures import fixed_margins, speedup_colors
 
 NO_FIT_GREY = "#d4d4d4"
 NO_FIT_NAME = "does not fit in memory"
@@ -55,4 +55,4 @@ def best_speedup_heatmap(designs: pd.DataFrame, x: str = "group", y: str = "laye
                       # axis: uneven cells at the midpoints between the values)
                       xaxis_type="category", yaxis_type="category",
                       margin={"l": 60, "r": 20, "t": 50, "b": 60})
-    return fig
+    return fixed_margins(fig)

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from explorer.analysis.deploy import Schedule
 from explorer.analysis.inverse import BreakEven
-from explorer.ui.figures import log_ticks, speedup_colors
+from explorer.ui.figures import fixed_margins, log_ticks, speedup_colors
 
 _LAYOUT = {"margin": {"l": 70, "r": 20, "t": 50, "b": 60}, "hovermode": "closest"}
 
@@ -32,7 +32,7 @@ def schedule_heatmap(s: Schedule) -> go.Figure:
                       xaxis_title="concurrency B (profile buckets)",
                       yaxis_title="context S (KV tokens)", **_LAYOUT,
                       legend={"orientation": "h", "y": -0.25})
-    return fig
+    return fixed_margins(fig)
 
 
 def break_even_al_figure(be: BreakEven) -> go.Figure:
@@ -52,7 +52,7 @@ def break_even_al_figure(be: BreakEven) -> go.Figure:
     fig.update_layout(title="Speedup over (D, AL) at the scenario's B and S",
                       xaxis_title="draft length D", yaxis_title="acceptance length AL",
                       legend={"orientation": "h", "y": -0.25}, **_LAYOUT)
-    return fig
+    return fixed_margins(fig)
 
 
 def break_even_rho_figure(be: BreakEven) -> go.Figure:
@@ -71,4 +71,4 @@ def break_even_rho_figure(be: BreakEven) -> go.Figure:
                       xaxis_title="draft length D", yaxis_title="ρ",
                       yaxis={"type": "log", **log_ticks(be.rho)},
                       legend={"orientation": "h", "y": -0.25}, **_LAYOUT)
-    return fig
+    return fixed_margins(fig)

@@ -20,11 +20,6 @@ COMPONENT_COLORS = {
 }
 _LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "hovermode": "closest",
            "legend": {"orientation": "h", "y": -0.28}}
-# An axis that fits its margin to its labels (Streamlit's chart theme turns it on) draws the
-# chart, measures the labels and draws it again: ~50 ms of a first draw in Chromium, for the
-# (B, D) heatmap 240 → 190 ms (benchmarks/bench_floor.py's docstring). Where the margins above
-# hold the labels (short ticks), an axis keeps them.
-_FIXED_MARGINS = {"automargin": False}
 
 
 def vline(x: float, text: str, color: str = "gray", dash: str = "dot",
@@ -61,6 +56,15 @@ def speedup_colors(z: np.ndarray) -> dict[str, Any]:
     top = max(2.0, float(finite.max()) if finite.size else 2.0)
     mid = 1.0 / top
     return {"colorscale": [[0.0, SLOWER], [mid, EVEN], [1.0, FASTER]], "zmin": 0.0, "zmax": top}
+
+
+def fixed_margins(fig: go.Figure) -> go.Figure:
+    """The figure's axes keep the margins its layout gives them. An axis that fits its margin to
+    its labels (Streamlit's chart theme turns that on) has plotly draw the chart, measure the
+    labels and draw it again: ~50 ms of a first draw in Chromium, the (B, D) heatmap 240 → 190
+    ms, the Explorer's settle 1.35× → 1.24× the framework floor (benchmarks/bench_floor.py).
+    For figures whose margins hold their labels (short ticks: seen in the browser)."""
+    return fig.update_xaxes(automargin=False).update_yaxes(automargin=False)
 
 
 def log_ticks(values: Any) -> dict[str, Any]:
@@ -124,10 +128,10 @@ def speedup_heatmap(s: Surface, current: tuple[float, float] | None, title: str)
     fig.update_layout(
         title=title, xaxis={"title": x_title, "tickvals": ticks,
                             "ticktext": [str(int(bx[i])) for i in ticks],
-                            "range": [-0.5, n - 0.5], **_FIXED_MARGINS},
-        yaxis={"title": s.y_label, **_FIXED_MARGINS}, **_LAYOUT,
+                            "range": [-0.5, n - 0.5]},
+        yaxis={"title": s.y_label}, **_LAYOUT,
     )
-    return fig
+    return fixed_margins(fig)
 
 
 def break_even_edges(z: np.ndarray, y: np.ndarray) -> tuple[list[float | None],
