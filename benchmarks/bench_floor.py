@@ -66,6 +66,30 @@ comes 0.2–0.6 s later; at the top of the first paint, ~0.5 s later. The settle
 than the noise either way. And the (B, D) heatmap alone, drawn cold in a bare page (medians of
 20, quiet): 211 ms vs the floor's line chart 110 ms; without its colour bar, legend, title and
 note 154 ms. So what is left is the Streamlit controls' code and draw, and plotly's heatmap.
+
+Plotly's draws (session 15; plotly_afterplot events and Chrome's CPU profile of returning visits):
+Streamlit's PlotlyChart draws every chart twice when it mounts (its theme effect hands plotly a
+fresh copy: a second full draw, ~60 ms for the heatmap, ~26 ms for the floor's chart, which
+`layout.datarevision` does not spare), and its chart theme turns on `automargin`, with which
+plotly draws, measures the labels and draws again: cold, medians of 12, the heatmap 240 → 191 ms
+and the floor's chart 141 → 92 ms without it. The Explorer's charts whose margins hold their
+labels keep them (figures.fixed_margins), and the heatmap's "B ≥ N does not fit" is in its axis
+title (a note of its own cost ~16 ms a draw). Without automargin the heatmap's colour bar still
+costs ~38 ms and its legend ~24 ms; they stay (what the architect reads). The page's settle moved
+within the noise (paired, 8 rounds: 1.357× vs 1.349×; one 6-round run read 1.35× vs 1.24×):
+single visits range ±15 % on 2 loaded cores.
+
+What does not shorten the controls' run (session 15, DOM timelines with the WebSocket's messages):
+the report goes out ~80 ms after the chart's SVG appears, the run's ~60 messages arrive within
+~100 ms, and the browser renders them only once plotly is done (~170 ms later); the skeletons
+are revealed ~350 ms after that. Five fewer sidebar widgets (TP, dtypes, engine, AL source)
+left that tail where it was (632 vs 625 ms, 5 rounds). Reporting when the chart's element
+appears (a MutationObserver, before plotly draws) shortens the settle ~0.08× but the run's
+messages are then rendered before the chart is painted: the returning visit's first chart 1.11×
+→ 1.23×. Priming each widget kind in a run of a fragment asked for at the chart's draw (hidden
+widgets), then asking for the controls once they are on the page, leaves the controls suspended
+all the same: each kind's code loads through Vite's preload of ~40 chunks, which takes longer
+than the controls' round trip while plotly holds the main thread.
 """
 
 from __future__ import annotations
