@@ -123,3 +123,35 @@ def test_a_d_move_leaves_the_surface_charts_drawn_unless_the_point_is_marked(chr
     settle(page)
     page.wait_for_function(f"() => ({tags})().join() === ','", timeout=30_000)
     page.close()
+
+
+# Each chart whose axes keep their margins (figures.fixed_margins): its labels in the figure, the
+# axis titles clear of the tick labels (plotly.js pixels).
+_LABEL_BOXES_JS = """(chart) => {
+    const box = (e) => { const r = e.getBoundingClientRect();
+                         return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+    const all = (sel) => [...chart.querySelectorAll(sel)].filter(e => e.textContent.trim())
+                                                        .map(box);
+    return {svg: box(chart.querySelector('.main-svg')), xtitle: all('.g-xtitle text'),
+            ytitle: all('.g-ytitle text'), xticks: all('.xtick text'),
+            yticks: all('.ytick text')};
+}"""
+
+
+@pytest.mark.parametrize("path", ["", "deploy", "codesign"])
+def test_fixed_margins_hold_the_axis_labels(chromium, app_url: str, path: str):
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{app_url}/{path}")
+    settle(page)
+    chart = page.locator("[data-testid='stPlotlyChart']").first
+    expect(chart.locator(".main-svg").first).to_be_visible(timeout=60_000)
+    b = chart.evaluate(_LABEL_BOXES_JS)
+    svg = b["svg"]
+    texts = b["xtitle"] + b["ytitle"] + b["xticks"] + b["yticks"]
+    assert b["xtitle"] and b["ytitle"] and b["xticks"] and b["yticks"], b
+    for t in texts:  # nothing cut off at the figure's edge
+        assert svg["l"] - 1 <= t["l"] and t["r"] <= svg["r"] + 1, (t, svg)
+        assert svg["t"] - 1 <= t["t"] and t["b"] <= svg["b"] + 1, (t, svg)
+    assert max(t["r"] for t in b["ytitle"]) <= min(t["l"] for t in b["yticks"]), b
+    assert min(t["t"] for t in b["xtitle"]) >= max(t["b"] for t in b["xticks"]), b
+    page.close()
