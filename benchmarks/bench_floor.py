@@ -67,7 +67,7 @@ than the noise either way. And the (B, D) heatmap alone, drawn cold in a bare pa
 20, quiet): 211 ms vs the floor's line chart 110 ms; without its colour bar, legend, title and
 note 154 ms. So what is left is the Streamlit controls' code and draw, and plotly's heatmap.
 
-Plotly's draws (session 15; plotly_afterplot events and Chrome's CPU profile of returning visits):
+Plotly's draws (plotly_afterplot events and Chrome's CPU profile of returning visits):
 Streamlit's PlotlyChart draws every chart twice when it mounts (its theme effect hands plotly a
 fresh copy: a second full draw, ~60 ms for the heatmap, ~26 ms for the floor's chart, which
 `layout.datarevision` does not spare), and its chart theme turns on `automargin`, with which
@@ -79,7 +79,7 @@ costs ~38 ms and its legend ~24 ms; they stay (what the architect reads). The pa
 within the noise (paired, 8 rounds: 1.357× vs 1.349×; one 6-round run read 1.35× vs 1.24×):
 single visits range ±15 % on 2 loaded cores.
 
-What does not shorten the controls' run (session 15, DOM timelines with the WebSocket's messages):
+What does not shorten the controls' run (DOM timelines with the WebSocket's messages):
 the report goes out ~80 ms after the chart's SVG appears, the run's ~60 messages arrive within
 ~100 ms, and the browser renders them only once plotly is done (~170 ms later); the skeletons
 are revealed ~350 ms after that. Five fewer sidebar widgets (TP, dtypes, engine, AL source)
