@@ -61,9 +61,9 @@ def speedup_colors(z: np.ndarray) -> dict[str, Any]:
 def fixed_margins(fig: go.Figure) -> go.Figure:
     """The figure's axes keep the margins its layout gives them. An axis that fits its margin to
     its labels (Streamlit's chart theme turns that on) has plotly draw the chart, measure the
-    labels and draw it again: ~50 ms of a first draw in Chromium, the (B, D) heatmap 240 → 190
-    ms, the Explorer's settle 1.35× → 1.24× the framework floor (benchmarks/bench_floor.py).
-    For figures whose margins hold their labels (short ticks: seen in the browser)."""
+    labels and draw it again: ~50 ms of a first draw in Chromium (cold, the (B, D) heatmap
+    240 → 190 ms; benchmarks/bench_floor.py). For figures whose margins hold their labels (short
+    ticks: seen in the browser, tests/browser/test_browser_views.py)."""
     return fig.update_xaxes(automargin=False).update_yaxes(automargin=False)
 
 
