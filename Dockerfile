@@ -32,6 +32,7 @@ RUN python -m pip install --no-cache-dir -r requirements.txt
 # The code belongs to root and is read-only for the user the app runs as; only /data is writable.
 COPY app.py ./
 COPY .streamlit/ ./.streamlit/
+COPY static/ ./static/
 COPY data/ ./data/
 COPY explorer/ ./explorer/
 RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/explorer \

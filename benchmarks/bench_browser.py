@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from explorer import Scenario, evaluate  # noqa: E402
+from explorer.ui.chart_view import CHART_SELECTOR  # noqa: E402
 from tests.support import headline  # noqa: E402
 from tests.support.server import free_port, memory_mib, start_server, stop_server  # noqa: E402
 from tests.support.st_client import StSession, settle  # noqa: E402
@@ -73,7 +74,7 @@ def first_chart(browser: Any, url: str) -> float:
     page = ctx.new_page()
     t0 = time.perf_counter()
     page.goto(url, timeout=120_000)
-    page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", state="visible",
+    page.wait_for_selector(f"{CHART_SELECTOR} .main-svg", state="visible",
                            timeout=120_000)
     elapsed = time.perf_counter() - t0
     ctx.close()
@@ -92,7 +93,7 @@ def slider_series(browser: Any, url: str) -> tuple[list[float], list[int], str]:
     page.on("websocket", on_ws)
     page.goto(url, timeout=120_000)
     settle(page, 120_000)  # the first paint's runs too (explorer/ui/first_paint.py)
-    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=120_000)
+    page.wait_for_selector(CHART_SELECTOR, timeout=120_000)
     page.wait_for_timeout(500)
     slider = page.get_by_role("slider", name="Draft length D")
     slider.focus()

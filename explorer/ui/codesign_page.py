@@ -12,6 +12,7 @@ from explorer.analysis.codesign import ACCEPTANCE_NOTE, GroupAt, codesign
 from explorer.base.errors import ScenarioError
 from explorer.model.resolve import resolve
 from explorer.specs.scenario import Scenario
+from explorer.ui import chart_view
 from explorer.ui.codesign_figures import best_speedup_heatmap
 from explorer.ui.text import md_text
 
@@ -63,7 +64,7 @@ def render(scenario: Callable[[], Scenario | None]) -> None:
     except ScenarioError as exc:
         st.error(md_text(f"These designs cannot be built: {exc}"))
         return
-    st.plotly_chart(best_speedup_heatmap(df), key="cd_heatmap")
+    chart_view.show(best_speedup_heatmap(df), key="cd_heatmap")
     st.caption("Tile boundary: verification stays in one 128-row attention tile up to "
                "D = 128/G_rank − 1 (column tile_free_draft_len). Grey cells do not fit in "
                "memory at this batch and context: their label is the speed-only best "

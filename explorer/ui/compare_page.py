@@ -25,6 +25,7 @@ from explorer.interfaces.store import (
 )
 from explorer.interfaces.view_state import decode_view
 from explorer.specs.scenario import Scenario
+from explorer.ui import chart_view
 from explorer.ui import compare_figures as cf
 from explorer.ui.text import md_text
 
@@ -295,9 +296,8 @@ def _comparison(selected: list[CompareItem]) -> None:
     slo = slos.pop() if len(slos) == 1 else None
     tabs = st.tabs(["Speedup", "Pareto", "AL vs D"])
     with tabs[0]:
-        st.plotly_chart(cf.speedup_overlay(series), width="stretch", key="fig_cmp_speedup")
+        chart_view.show(cf.speedup_overlay(series), key="fig_cmp_speedup")
     with tabs[1]:
-        st.plotly_chart(cf.pareto_overlay(series, slo or None), width="stretch",
-                        key="fig_cmp_pareto")
+        chart_view.show(cf.pareto_overlay(series, slo or None), key="fig_cmp_pareto")
     with tabs[2]:
-        st.plotly_chart(cf.al_overlay(series), width="stretch", key="fig_cmp_al")
+        chart_view.show(cf.al_overlay(series), key="fig_cmp_al")

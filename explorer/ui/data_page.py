@@ -22,7 +22,7 @@ from explorer.measured import FORMATS, ParseResult, json_schema, parse_bytes
 from explorer.model.grid import scenario_model
 from explorer.specs.measured import KernelTimings, StepTimings
 from explorer.specs.scenario import Scenario
-from explorer.ui import bench_ui, model_upload
+from explorer.ui import bench_ui, chart_view, model_upload
 from explorer.ui.data_figures import (
     calibration_figure,
     draft_backout_figure,
@@ -118,7 +118,7 @@ def _curves_section(loaded: dict[str, ParseResult]) -> None:
     st.radio("AL source for the explorer (with 'upload' selected in the sidebar)", options,
              key=ACTIVE_CURVE, format_func=labels.__getitem__)
     fig = uploaded_curves_figure([(n, c) for n, r in loaded.items() for c in r.curves])
-    st.plotly_chart(fig, width="stretch", key="fig_uploaded_al")
+    chart_view.show(fig, key="fig_uploaded_al")
 
 
 
@@ -142,7 +142,7 @@ def _calibration_section(loaded: dict[str, ParseResult], scenario: Scenario) -> 
         for note in cal.notes:
             st.caption(md_text(note))
         fig = calibration_figure(cal)
-        st.plotly_chart(fig, width="stretch", key="fig_calibration")
+        chart_view.show(fig, key="fig_calibration")
         cols = st.columns(2)
         if calibration_helps(cal):
             if cols[0].button("Apply calibrated hardware to the explorer", key="apply_cal"):
@@ -209,7 +209,7 @@ def _draft_section(loaded: dict[str, ParseResult], scenario: Scenario) -> None:
     if out.n_negative:
         st.warning(out.message)
     fig = draft_backout_figure(out)
-    st.plotly_chart(fig, width="stretch", key="fig_draft_backout")
+    chart_view.show(fig, key="fig_draft_backout")
 
 
 @lru_cache(maxsize=4)  # per (scenario, table): reruns of the page reuse it

@@ -35,8 +35,8 @@ from explorer.specs.deployment import (
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import Scenario
 from explorer.specs.settings import SETTING_BY_KEY
+from explorer.ui import chart_view, headline, state
 from explorer.ui import deploy_figures as fig
-from explorer.ui import headline, state
 from explorer.ui.text import md_table, md_text
 
 PROFILE_KEY = "dp"
@@ -256,8 +256,8 @@ def _inverse(sc: Scenario) -> None:
     (st.success if req.feasible else st.warning)(md_text(text))
     be = _break_even(sc.model_dump_json())
     left, right = st.columns(2)
-    left.plotly_chart(fig.break_even_al_figure(be), width="stretch", key="dp_fig_al")
-    right.plotly_chart(fig.break_even_rho_figure(be), width="stretch", key="dp_fig_rho")
+    chart_view.show(fig.break_even_al_figure(be), key="dp_fig_al", where=left)
+    chart_view.show(fig.break_even_rho_figure(be), key="dp_fig_rho", where=right)
 
 
 def render(sc: Scenario | None) -> None:
@@ -314,7 +314,7 @@ def render(sc: Scenario | None) -> None:
                f"Switching cost: +{profile.switch_penalty:.1%} on the speculative steps of a "
                "policy that changes D at run time — an assumption (why there is one: "
                "Assumptions, below).")
-    st.plotly_chart(fig.schedule_heatmap(result.schedule), width="stretch", key="dp_fig_sched")
+    chart_view.show(fig.schedule_heatmap(result.schedule), key="dp_fig_sched")
     s = result.schedule
     st.caption(md_text(
         "D*(B): " + ", ".join(f"B={b}→{d}" for b, d in zip(s.batch, s.batch_draft_len,

@@ -25,8 +25,8 @@ from explorer.specs.hardware import HardwareOverrides
 from explorer.specs.measured import AcceptanceCurve
 from explorer.specs.scenario import DEFAULT_OUTPUT_TOKENS, Scenario, tokens_label
 from explorer.specs.settings import SETTING_BY_KEY
+from explorer.ui import chart_view, export_panel, first_paint, headline, state
 from explorer.ui import explorer_charts as charts
-from explorer.ui import export_panel, first_paint, headline, state
 from explorer.ui.text import md_text
 
 
@@ -289,7 +289,7 @@ def _chart(js: charts.Key, name: str, options: charts.Options = (), marked: bool
         return
     fig = (charts.chart if marked else charts.unmarked)(js, name, options)
     if fig is not None:
-        st.plotly_chart(fig, width="stretch", key=f"fig_{name}")
+        chart_view.show(fig, key=f"fig_{name}")
 
 
 MARK_POINT_KEY = "mark_point"

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from explorer.ui.chart_view import CHART_SELECTOR
+from explorer.ui.client import runs_scripts
+
 SHOWN_KEY = "_first_paint_shown"  # the session had its first paint (or needed none)
 NOW_KEY = "_first_paint_now"  # this run is the first paint
 CHART_KEY = "_first_paint_chart"  # the first paint drew its chart
@@ -30,6 +33,7 @@ LOADING_NOTE = "Loading the controls…"
 # where the view has no chart (none, and nothing of it still loading), at once; at worst after
 # 10 s.
 _REPORT_JS = """
+const CHARTS = "__CHARTS__";
 export default function({ setTriggerValue }) {
   const t0 = performance.now();
   let done = false;
@@ -40,7 +44,7 @@ export default function({ setTriggerValue }) {
   const check = () => {
     if (done) return;
     const main = document.querySelector("[data-testid='stMain']");
-    const charts = main ? [...main.querySelectorAll("[data-testid='stPlotlyChart']")] : [];
+    const charts = main ? [...main.querySelectorAll(CHARTS)] : [];
     const loading = main !== null && main.querySelector("[data-testid='stSkeleton']") !== null;
     if (charts.some(c => c.querySelector('.main-svg')) || (main && !charts.length && !loading)
         || performance.now() - t0 > 10000) report();
@@ -48,14 +52,8 @@ export default function({ setTriggerValue }) {
   };
   requestAnimationFrame(check);
 }
-"""
+""".replace("__CHARTS__", CHART_SELECTOR)
 _report = st.components.v2.component("first_chart_drawn", js=_REPORT_JS)
-
-
-def _runs_scripts() -> bool:
-    """A web browser (every one names itself "Mozilla/5.0 …"): the one client that runs the
-    report's script. AppTest sends no headers; the test clients name themselves otherwise."""
-    return str(st.context.headers.get("User-Agent", "")).startswith("Mozilla/")
 
 
 def begin(chart_page: bool) -> bool:
@@ -63,7 +61,7 @@ def begin(chart_page: bool) -> bool:
     run, of a page that opens on a chart (the Explorer, Co-design, Deployment), in a browser.
     Any other first run spends the chance: a session has one first paint, on the page it
     opened."""
-    now = not st.session_state.get(SHOWN_KEY) and chart_page and _runs_scripts()
+    now = not st.session_state.get(SHOWN_KEY) and chart_page and runs_scripts()
     st.session_state[SHOWN_KEY] = True
     st.session_state[NOW_KEY] = now
     st.session_state[CHART_KEY] = False

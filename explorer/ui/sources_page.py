@@ -22,6 +22,7 @@ from explorer.presets import (
     mechanism_presets,
     model_presets,
 )
+from explorer.ui import chart_view
 from explorer.ui.roofline_figures import roofline_residual_figure, roofline_vs_measured_figure
 from explorer.ui.text import md_text
 
@@ -189,5 +190,5 @@ def _roofline_section() -> None:
                "(in-sample where this GPU was among those fitted; the table itself prices the "
                "calls it covers).")
     left, right = st.columns(2)
-    left.plotly_chart(roofline_vs_measured_figure(d), width="stretch", key="fig_roofline")
-    right.plotly_chart(roofline_residual_figure(d), width="stretch", key="fig_roofline_residual")
+    chart_view.show(roofline_vs_measured_figure(d), key="fig_roofline", where=left)
+    chart_view.show(roofline_residual_figure(d), key="fig_roofline_residual", where=right)

@@ -1,7 +1,7 @@
 """Issue 24 (speed): a browser session's first Explorer run draws the answer and the first chart
 without the sidebar's controls and without what lies below that chart; the report the page then
 sends (its first chart drawn) reruns the app, which draws everything for the same values.
-AppTest runs no script: the browser is stood in for by `first_paint._runs_scripts`, the report by
+AppTest runs no script: the browser is stood in for by `first_paint.runs_scripts`, the report by
 the next run (tests/browser/test_browser_first_paint.py has the real one)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def loading(at) -> bool:  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def browser(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(first_paint, "_runs_scripts", lambda: True)
+    monkeypatch.setattr(first_paint, "runs_scripts", lambda: True)
 
 
 def test_the_first_paint_is_the_answer_and_the_first_chart_then_the_whole_page(browser):

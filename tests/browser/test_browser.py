@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from explorer.ui.chart_view import CHART_SELECTOR
 from tests.support.paths import SAMPLES
 from tests.support.st_client import data_upload_input, headline_text, settle
 
@@ -67,7 +68,7 @@ def test_sliders_url_recommendation_and_shared_link(chromium, app_url: str, arti
         other.screenshot(path=str(artifacts / f"view_{slug}.png"), full_page=True)
         assert other.locator("[data-testid='stException']").count() == 0
         assert re.search(rf"[?&]vw={slug_in_url}(&|$)", other.url), other.url
-        assert other.locator("[data-testid='stPlotlyChart']").count() >= 1
+        assert other.locator(CHART_SELECTOR).count() >= 1
     ctx.close()
     other_ctx.close()
 
@@ -134,7 +135,7 @@ def test_upload_curve_then_broken_file_keeps_the_old_curve(chromium, app_url: st
     upload.set_input_files(str(sample))
     settle(page)
     page.wait_for_selector("text=Loaded datasets", timeout=30_000)
-    assert page.locator("[data-testid='stPlotlyChart']").count() >= 1
+    assert page.locator(CHART_SELECTOR).count() >= 1
     assert "al_curve.csv" in page.locator("body").inner_text()
 
     broken = tmp_path / "broken.csv"
@@ -145,7 +146,7 @@ def test_upload_curve_then_broken_file_keeps_the_old_curve(chromium, app_url: st
     assert "broken.csv" in body and "was not loaded" in body
     assert "row 1" in body and "row 2" in body, body[:2000]
     assert "al_curve.csv" in body, "the earlier dataset is still loaded"
-    assert page.locator("[data-testid='stPlotlyChart']").count() >= 1
+    assert page.locator(CHART_SELECTOR).count() >= 1
     page.screenshot(path=str(artifacts / "data_upload.png"), full_page=True)
 
     page.goto(app_url + "/?acc=upload&v=2")  # same session? no: a fresh page has no upload

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from explorer import Scenario, evaluate
+from explorer.ui.chart_view import CHART_SELECTOR
 from tests.support import headline
 from tests.support.st_client import headline_text, settle
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.browser
 TIMELINE = """
 window.__seen = {};
 const WANT = {
-  chart: "[data-testid='stMain'] [data-testid='stPlotlyChart'] .main-svg",
+  chart: "[data-testid='stMain'] CHARTS .main-svg",
   control: "[data-testid='stSidebar'] [data-testid='stSlider']",
   numbers: NUMBERS,
 };
@@ -31,8 +32,9 @@ new MutationObserver(() => {
   if ('chart' in window.__seen && !('chartTop' in window.__seen))
     window.__seen.chartTop = document.querySelector(WANT.chart).getBoundingClientRect().top;
 }).observe(document, {childList: true, subtree: true});
-""".replace("NUMBERS", json.dumps(headline.SELECTOR + " h3"))  # the headline numbers' values
-CHART_TOP = ("() => document.querySelector(\"[data-testid='stMain'] [data-testid='stPlotlyChart'] "
+""".replace("NUMBERS", json.dumps(headline.SELECTOR + " h3")).replace(  # the numbers' values
+    "CHARTS", CHART_SELECTOR)
+CHART_TOP = (f"() => document.querySelector(\"[data-testid='stMain'] {CHART_SELECTOR} "
              ".main-svg\").getBoundingClientRect().top")
 
 

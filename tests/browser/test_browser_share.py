@@ -10,6 +10,7 @@ import pytest
 
 from explorer import Acceptance, Scenario, evaluate
 from explorer.measured import validate_path
+from explorer.ui.chart_view import CHART_SELECTOR
 from tests.support import headline
 from tests.support.paths import SAMPLES
 from tests.support.server import app_env, free_port, start_server
@@ -38,7 +39,7 @@ def open_link(chromium, url: str, artifacts: Path, shot: str):  # type: ignore[n
     page.goto(url)
     settle(page)
     metrics(page)
-    page.get_by_test_id("stPlotlyChart").first.wait_for(timeout=60_000)
+    page.locator(CHART_SELECTOR).first.wait_for(timeout=60_000)
     page.wait_for_timeout(500)
     page.screenshot(path=str(artifacts / shot), full_page=True)
     return ctx, page
@@ -129,7 +130,7 @@ def test_saved_link_with_an_uploaded_curve_reopens_identically(chromium, app_url
     other.get_by_role("button", name="Pin the current scenario").click()
     settle(other)
     other.wait_for_selector("text=Inputs that differ", timeout=30_000)
-    assert other.locator("[data-testid='stPlotlyChart']").count() >= 1
+    assert other.locator(CHART_SELECTOR).count() >= 1
     assert other.locator("[data-testid='stException']").count() == 0
     other.screenshot(path=str(artifacts / "compare.png"), full_page=True)
     ctx.close()

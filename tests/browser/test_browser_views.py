@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from explorer import Scenario, pareto
 from explorer.ui import figures
+from explorer.ui.chart_view import CHART_SELECTOR
 from tests.support.st_client import settle
 
 pytestmark = pytest.mark.browser
@@ -47,7 +48,7 @@ def test_the_view_is_in_the_link_and_an_old_link_opens_the_default(chromium, app
     page = chromium.new_page(viewport={"width": 1400, "height": 1200})
     page.goto(app_url + "/?b=8&v=1")  # an old link: no view
     settle(page)
-    charts = page.locator("[data-testid='stPlotlyChart']")
+    charts = page.locator(CHART_SELECTOR)
     expect(charts).to_have_count(1, timeout=60_000)  # (B, D); (G, D) and 3D when asked
     expect(charts).to_contain_text("Speedup over (B, D)", timeout=60_000)
     assert "vw=" not in page.url
@@ -58,7 +59,7 @@ def test_the_view_is_in_the_link_and_an_old_link_opens_the_default(chromium, app
     other = chromium.new_page(viewport={"width": 1400, "height": 1200})
     other.goto(page.url)
     settle(other)
-    expect(other.locator("[data-testid='stPlotlyChart']")).to_contain_text(
+    expect(other.locator(CHART_SELECTOR)).to_contain_text(
         "Pareto frontier", timeout=60_000)
     page.close()
     other.close()
@@ -94,15 +95,15 @@ def test_a_vertical_line_on_a_log_axis_is_drawn_at_its_value(chromium):
 
 def test_a_d_move_leaves_the_surface_charts_drawn_unless_the_point_is_marked(chromium,
                                                                              app_url: str):
-    """Streamlit draws a chart whose spec changed anew (a new element): unmarked, the heatmaps'
-    plotly nodes survive a D move; marked, they are replaced and carry the current point."""
+    """Unmarked, the heatmaps' plotly nodes survive a D move (their spec does not depend on D);
+    marked, they carry the current point, and it moves with D."""
     page = chromium.new_page(viewport={"width": 1400, "height": 1600})
     page.goto(app_url + "/?v=2")
     settle(page)
     page.get_by_text("Show the speedup over (G, D)").click()  # the second surface, on request
     settle(page)
-    page.wait_for_function("() => [...document.querySelectorAll(\"[data-testid='stPlotlyChart']"
-                           "\")].filter(c => c.querySelector('.main-svg')).length === 2",
+    page.wait_for_function(f"() => [...document.querySelectorAll(\"{CHART_SELECTOR}\")]"
+                           ".filter(c => c.querySelector('.main-svg')).length === 2",
                            timeout=60_000)
     page.wait_for_timeout(1000)  # the first drawing done
     tag = """() => document.querySelectorAll('.js-plotly-plot').forEach(
@@ -115,13 +116,21 @@ def test_a_d_move_leaves_the_surface_charts_drawn_unless_the_point_is_marked(chr
     settle(page)
     assert "D = 4" in page.locator("body").inner_text()  # the caption names the point
     assert page.evaluate(tags) == ["drawn0", "drawn1"]
+    # what each chart shows of the point: its last traces, shapes and notes
+    shown = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g => JSON.stringify(
+        [g.data.length, g.data.slice(-2), g.layout.shapes || [], g.layout.annotations || []]))"""
+    unmarked = page.evaluate(shown)
     page.get_by_text("Mark the current point on the charts").click()
     settle(page)
-    page.evaluate(tag)
+    page.wait_for_function(f"""() => {{ const now = ({shown})(), was = {json.dumps(unmarked)};
+        return now.length === 2 && now.every((s, i) => s !== was[i]); }}""", timeout=30_000)
+    at_d5 = page.evaluate(shown)
     slider.focus()
     page.keyboard.press("ArrowRight")
     settle(page)
-    page.wait_for_function(f"() => ({tags})().join() === ','", timeout=30_000)
+    assert re.search(r"[?&]d=5(&|$)", page.url), page.url
+    page.wait_for_function(f"""() => {{ const now = ({shown})(), was = {json.dumps(at_d5)};
+        return now.length === 2 && now.every((s, i) => s !== was[i]); }}""", timeout=30_000)
     page.close()
 
 
@@ -143,7 +152,7 @@ def test_fixed_margins_hold_the_axis_labels(chromium, app_url: str, path: str):
     page = chromium.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{app_url}/{path}")
     settle(page)
-    chart = page.locator("[data-testid='stPlotlyChart']").first
+    chart = page.locator(CHART_SELECTOR).first
     expect(chart.locator(".main-svg").first).to_be_visible(timeout=60_000)
     b = chart.evaluate(_LABEL_BOXES_JS)
     svg = b["svg"]
