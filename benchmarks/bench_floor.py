@@ -20,7 +20,7 @@ What settles a chart page sooner than the floor's own chart (Chrome's traces of 
 2 loaded cores): the floor's time is mostly Streamlit's plotly.js, a 4.7 MB chunk fetched when the
 first chart arrives (~0.25 s), compiled off the main thread (~0.15–0.25 s) and then evaluated in
 one main-thread task of 1.2–1.4 s, before the chart's first draw. The Explorer's charts are drawn
-by plotly.js's cartesian bundle instead (1.5 MB, the same release; explorer/ui/chart_view.py),
+by plotly.js's cartesian bundle instead (1.5 MB; explorer/ui/chart_view.py),
 so the first chart comes in ~0.8× the floor's time and the controls' run that follows it ends
 near the floor's settle. The rest of this note measured the pages with Streamlit's element
 (which still draws WebGL and 3D figures, and the floor's chart): what it found of the controls'

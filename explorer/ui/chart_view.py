@@ -5,8 +5,9 @@ of the first screens) is drawn by plotly.js's cartesian bundle (1.5 MB, `static/
 Streamlit's static file serving) instead of `st.plotly_chart`, whose element loads the full
 plotly.js (4.7 MB) and evaluates it in one main-thread task of 1.2–1.4 s on 2 loaded cores, the
 largest single cost of a chart page (benchmarks/bench_floor.py). The cartesian bundle is the
-same plotly.js release (4.1.1, as plotly 7.1 and Streamlit 1.67 ship), so a figure draws the same,
-with Streamlit's own chart theme (chart_template.json). Figures with other traces (WebGL, 3D)
+plotly.js release the figures are built and validated for (4.1.1, which plotly 7.1 ships;
+Streamlit 1.67's element carries 4.2.0), drawn with Streamlit's own chart theme
+(chart_template.json). Figures with other traces (WebGL, 3D)
 keep Streamlit's element; so does a client that runs no script (AppTest, the test clients), which
 reads the same figure from the element.
 """
@@ -65,8 +66,13 @@ export default function({ data, parentElement }) {
     const fig = JSON.parse(data.figure);
     Plotly.react(root, fig.data, fig.layout, fig.config).then(() => {
       if (!live) return;
-      // the page's column changes width (sidebar, window): the chart follows it
-      resize = new ResizeObserver(() => Plotly.Plots.resize(root));
+      // the page's column changes width (sidebar, window, a tab shown): the chart follows it
+      let width = root.clientWidth;
+      resize = new ResizeObserver(() => {
+        if (root.clientWidth === width) return;
+        width = root.clientWidth;
+        Plotly.Plots.resize(root);
+      });
       resize.observe(root);
     });
   }).catch((e) => { root.textContent = "The chart could not be drawn: " + e.message; });
@@ -87,6 +93,12 @@ def streamlit_template() -> dict[str, Any]:
     return template
 
 
+def served() -> bool:
+    """Whether the browser can fetch the bundle: the file is there and Streamlit serves static/
+    (a deployment's own config may turn that off; its charts then keep Streamlit's element)."""
+    return BUNDLE.is_file() and bool(st.get_option("server.enableStaticServing"))
+
+
 def drawn_by_bundle(spec: dict[str, Any]) -> bool:
     """Whether the cartesian bundle draws every trace of a figure's spec."""
     return all(t.get("type", "scatter") in CARTESIAN_TRACES for t in spec.get("data", ()))
@@ -103,7 +115,7 @@ def figure_json(spec: dict[str, Any]) -> str:
 def show(fig: go.Figure, *, key: str, where: DeltaGenerator | None = None) -> None:
     """Draw a figure across its column, where asked (a column) or in the page's flow."""
     spec = fig.to_dict()
-    if client.runs_scripts() and BUNDLE.is_file() and drawn_by_bundle(spec):
+    if client.runs_scripts() and served() and drawn_by_bundle(spec):
         with nullcontext() if where is None else where:
             _chart(key=key, data={"figure": figure_json(spec), "src": BUNDLE_URL})
     else:

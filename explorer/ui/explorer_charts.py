@@ -390,8 +390,8 @@ def _chart(sc: Scenario, name: str, options: Options) -> go.Figure | None:
 
 def unmarked(key: Key, name: str, options: Options = ()) -> go.Figure | None:
     """The chart without the scenario's own point: one spec for every point it does not depend
-    on, so a D (or B) move leaves the drawn chart alone — Streamlit identifies a chart by its
-    spec, and a changed spec is drawn anew (remounted, ~0.2–0.4 s a heatmap here)."""
+    on, so a D (or B) move leaves the drawn chart alone — a changed spec is drawn again (by
+    Streamlit's element remounted, ~0.2–0.4 s a heatmap here; by chart_view's bundle in place)."""
     return _unmarked(scenario_of(key), name, options)
 
 
