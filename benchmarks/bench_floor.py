@@ -39,14 +39,15 @@ with the rest; and a chart sent alone 50 ms before the rest started the fetch ~0
 the chart came no sooner (the evaluation waits for the off-thread compile).
 
 Where a chart page's time goes beyond the floor's (Chrome's CPU profile and DOM timeline; on 2
-loaded cores; with Streamlit's plotly element): Streamlit wraps each element in its own Suspense and loads each widget kind's code
-lazily; React reveals resolved elements in throttled batches, so the sidebar's ~25 widgets, whose
-code arrives while plotly.js (~4.7 MB) is evaluated (0.4–1 s, the floor's cost too), are drawn in
-the same commit as the first chart, after that evaluation and before the chart's first draw
-(0.3–0.5 s on a loaded machine: ~60 Markdown blocks, labels, slider thumbs and tick labels).
-Sending the chart before the sidebar, or after it, does not change that order (measured both).
-So a browser session's first run of a chart page draws no controls: they come in the run the
-drawn chart asks for (explorer/ui/first_paint.py), and a page is settled only once they are there.
+loaded cores; with Streamlit's plotly element): Streamlit wraps each element in its own Suspense
+and loads each widget kind's code lazily; React reveals resolved elements in throttled batches, so
+the sidebar's ~25 widgets, whose code arrives while plotly.js (~4.7 MB) is evaluated (0.4–1 s, the
+floor's cost too), are drawn in the same commit as the first chart, after that evaluation and
+before the chart's first draw (0.3–0.5 s on a loaded machine: ~60 Markdown blocks, labels, slider
+thumbs and tick labels). Sending the chart before the sidebar, or after it, does not change that
+order (measured both). So a browser session's first run of a chart page draws no controls: they
+come in the run the drawn chart asks for (explorer/ui/first_paint.py), and a page is settled only
+once they are there.
 
 What that costs the Explorer's settle (paired runs, 8 rounds, returning visits): the second run's
 server side is small (11–15 ms CPU, its deltas in 30–110 ms); the rest is the browser drawing
