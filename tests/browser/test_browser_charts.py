@@ -41,3 +41,16 @@ def test_charts_are_drawn_by_the_cartesian_bundle_and_webgl_by_streamlit(chromiu
     expect(page.locator(f"{STREAMLIT} .main-svg").first).to_be_visible(timeout=60_000)
     assert any("/PlotlyChart." in u for u in requested)
     page.close()
+
+
+def test_a_dark_page_draws_its_charts_in_streamlits_dark_theme(chromium, app_url: str):
+    ctx = chromium.new_context(viewport={"width": 1400, "height": 1000}, color_scheme="dark")
+    page = ctx.new_page()
+    page.goto(app_url + "/?v=2")
+    settle(page)
+    chart = page.locator(BUNDLED).first
+    expect(chart.locator(".main-svg").first).to_be_visible(timeout=60_000)
+    paper = chart.evaluate("(c) => c._fullLayout.paper_bgcolor")
+    dark = chart_view.streamlit_templates()["dark"]["layout"]["paper_bgcolor"]
+    assert paper.lower() == dark.lower(), (paper, dark)
+    ctx.close()

@@ -54,23 +54,32 @@ def test_webgl_and_3d_figures_keep_streamlits_element(trace, bundled):
     assert chart_view.drawn_by_bundle(spec) is bundled
 
 
-def test_a_figure_reaches_the_bundle_whole_under_streamlits_theme():
+def test_a_figure_reaches_the_bundle_whole():
     fig = charts.chart(Scenario(), "speedup_heatmap")
     assert fig is not None
     spec = fig.to_dict()
     sent = json.loads(chart_view.figure_json(spec))
     assert [t["type"] for t in sent["data"]] == [t["type"] for t in spec["data"]]
-    # the figure's own layout wins over the theme (its margins, its axis titles)
-    assert sent["layout"]["margin"] == spec["layout"]["margin"]
+    assert sent["layout"]["margin"] == spec["layout"]["margin"]  # its own layout, whole
     assert sent["layout"]["xaxis"]["title"] == spec["layout"]["xaxis"]["title"]
-    template = sent["layout"]["template"]["layout"]
-    assert template["font"]["family"] == '"Source Sans", sans-serif'
-    assert template["colorway"][0] == "#0068c9"  # Streamlit's first categorical colour
+    assert "template" not in sent["layout"]  # the browser adds the page's theme
     assert sent["config"] == {"displaylogo": False}
 
 
-def test_the_theme_holds_no_unresolved_placeholder_colours():
+def test_streamlits_chart_themes_light_and_dark():
+    themes = chart_view.streamlit_templates()
+    light, dark = themes["light"]["layout"], themes["dark"]["layout"]
+    assert light["paper_bgcolor"].upper() == "#FFFFFF"
+    assert dark["paper_bgcolor"] != light["paper_bgcolor"]
+    rgb = [int(dark["paper_bgcolor"][i:i + 2], 16) for i in (1, 3, 5)]
+    assert 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] < 128  # dark, as the JS reads it
+    for t in (light, dark):
+        assert t["font"]["family"] == '"Source Sans", sans-serif'
+    assert light["colorway"][0] == "#0068c9"  # Streamlit's first categorical colour
+
+
+def test_the_themes_hold_no_unresolved_placeholder_colours():
     # Streamlit's Python template names its colours #000001…#000040 for its frontend to replace;
-    # the one the bundle gets must hold the colours themselves
-    text = json.dumps(chart_view.streamlit_template())
+    # the ones the bundle gets must hold the colours themselves
+    text = json.dumps(chart_view.streamlit_templates())
     assert not re.search(r"#0000[0-4]\d\b", text)
