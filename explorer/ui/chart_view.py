@@ -77,9 +77,18 @@ export default function({ data, parentElement }) {
   let resize = null;
   window.__explorerPlotly.then(([Plotly, themes]) => {
     if (!live) return;
-    const fig = JSON.parse(data.figure);
-    fig.layout.template = themes[dark() ? "dark" : "light"];
-    Plotly.react(root, fig.data, fig.layout, fig.config).then(() => {
+    const theme = dark() ? "dark" : "light";
+    // a run that sends the chart unchanged (a D move under an unmarked heatmap) leaves it be
+    const drawn = root.__figure === data.figure && root.__theme === theme ? Promise.resolve()
+      : (() => {
+        const fig = JSON.parse(data.figure);
+        fig.layout.template = themes[theme];
+        return Plotly.react(root, fig.data, fig.layout, fig.config).then(() => {
+          root.__figure = data.figure;
+          root.__theme = theme;
+        });
+      })();
+    drawn.then(() => {
       if (!live) return;
       // the page's column changes width (sidebar, window, a tab shown): the chart follows it
       let width = root.clientWidth;
