@@ -88,7 +88,7 @@ export default function({ data, parentElement }) {
           root.__theme = theme;
         });
       })();
-    drawn.then(() => {
+    return drawn.then(() => {  // a drawing refused reaches the catch below, which says so
       if (!live) return;
       // the page's column changes width (sidebar, window, a tab shown): the chart follows it
       let width = root.clientWidth;
